@@ -1,0 +1,29 @@
+import type { RequestHandler } from 'express';
+import { ApiError } from './api-error';
+import { SUNSET_HTTP_DATE } from './openapi';
+
+/** When `GET /v1/pets/{petId}` was deprecated: the release of this gateway. */
+export const DEPRECATED_AT = Date.UTC(2026, 10, 21);
+/** When it stops answering (RFC 8594 Sunset). */
+export const SUNSET_AT = Date.parse(SUNSET_HTTP_DATE);
+
+const HEADERS = {
+  Deprecation: `@${DEPRECATED_AT / 1000}`,
+  Sunset: SUNSET_HTTP_DATE,
+  Link: '</v1/pets>; rel="successor-version"',
+};
+
+/**
+ * Marks a deprecated route (RFC 9745 Deprecation, RFC 8594 Sunset, a successor link), and from
+ * the sunset instant on answers 410 instead. `now` is injected so the switch can be tested.
+ */
+export function deprecated(now: () => number): RequestHandler {
+  return (_request, response, next) => {
+    response.set(HEADERS);
+    if (now() >= SUNSET_AT) {
+      next(new ApiError(410, 'gone', `this operation was removed at ${SUNSET_HTTP_DATE}; use GET /v1/pets?status=`));
+      return;
+    }
+    next();
+  };
+}

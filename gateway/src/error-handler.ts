@@ -1,0 +1,55 @@
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+import { ApiError } from './api-error';
+import { grpcStatusToHttp } from './grpc-status-to-http';
+
+/** Called with every error that became a 5xx `internal`, so a bug is seen, not swallowed. */
+export type InternalErrorListener = (error: unknown) => void;
+
+/** Express's final handler for unknown paths: 404 with the Error body. */
+export const notFound: RequestHandler = (_request, _response, next) => {
+  next(new ApiError(404, 'not_found', 'no such resource'));
+};
+
+/** Renders anything thrown on a request path as the Error body, never HTML or a stack trace. */
+export function createErrorHandler(onInternal: InternalErrorListener): ErrorRequestHandler {
+  return (error: unknown, _request, response, _next) => {
+    const apiError = toApiError(error);
+    if (apiError.code === 'internal') onInternal(error);
+    if (response.headersSent) {
+      response.destroy();
+      return;
+    }
+    response.status(apiError.status).set(apiError.headers).type('application/json').send(apiError.toJson());
+  };
+}
+
+// body-parser and express raise http-errors with `status` and, for body problems, `type`.
+const HTTP_ERROR_TYPES: Readonly<Record<string, ApiError>> = {
+  'entity.too.large': new ApiError(413, 'payload_too_large', 'body: larger than 64 KiB'),
+  'encoding.unsupported': new ApiError(415, 'unsupported_media_type', 'body: unsupported Content-Encoding'),
+  'charset.unsupported': new ApiError(415, 'unsupported_media_type', 'body: unsupported charset'),
+  'request.aborted': new ApiError(400, 'invalid_request', 'body: request aborted'),
+  'request.size.invalid': new ApiError(400, 'invalid_request', 'body: length does not match Content-Length'),
+};
+
+/** Normalises anything thrown into an {@link ApiError}. */
+export function toApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  if (isGrpcError(error)) return grpcStatusToHttp(error.code, error.details);
+  if (error !== null && typeof error === 'object') {
+    const { type, status } = error as { type?: unknown; status?: unknown };
+    if (typeof type === 'string' && HTTP_ERROR_TYPES[type] !== undefined) return HTTP_ERROR_TYPES[type];
+    if (typeof status === 'number' && status >= 400 && status < 500) {
+      return new ApiError(400, 'invalid_request', 'malformed request');
+    }
+  }
+  return new ApiError(500, 'internal', 'internal error');
+}
+
+function isGrpcError(error: unknown): error is { code: number; details: string } {
+  return (
+    error instanceof Error &&
+    typeof (error as { code?: unknown }).code === 'number' &&
+    typeof (error as { details?: unknown }).details === 'string'
+  );
+}

@@ -1,0 +1,45 @@
+import { status as Status } from '@grpc/grpc-js';
+import { ApiError, type ErrorCode } from './api-error';
+
+interface Translation {
+  readonly status: number;
+  readonly code: ErrorCode;
+  /** Whether the pet service's message is fit for clients; otherwise `fallback` is shown. */
+  readonly passMessage: boolean;
+  readonly fallback: string;
+}
+
+/** gRPC status to HTTP, as grpc-gateway maps them. Unlisted codes are 500 `internal`. */
+const TABLE = new Map<Status, Translation>([
+  [Status.INVALID_ARGUMENT, { status: 400, code: 'invalid_request', passMessage: true, fallback: 'invalid request' }],
+  [Status.NOT_FOUND, { status: 404, code: 'not_found', passMessage: true, fallback: 'not found' }],
+  [Status.ALREADY_EXISTS, { status: 409, code: 'conflict', passMessage: true, fallback: 'conflict' }],
+  [Status.RESOURCE_EXHAUSTED, { status: 429, code: 'rate_limited', passMessage: false, fallback: 'pet service is over capacity' }],
+  [Status.UNAVAILABLE, { status: 503, code: 'service_unavailable', passMessage: false, fallback: 'pet service unavailable' }],
+  [Status.DEADLINE_EXCEEDED, { status: 504, code: 'gateway_timeout', passMessage: false, fallback: 'pet service did not answer in time' }],
+  [Status.UNAUTHENTICATED, { status: 401, code: 'unauthorized', passMessage: false, fallback: 'unauthenticated' }],
+  [Status.PERMISSION_DENIED, { status: 403, code: 'forbidden', passMessage: false, fallback: 'permission denied' }],
+]);
+
+const INTERNAL: Translation = { status: 500, code: 'internal', passMessage: false, fallback: 'internal error' };
+
+// The pet service names fields as the .proto does; clients know the HTTP names.
+const HTTP_FIELD_NAMES: Readonly<Record<string, string>> = {
+  category_id: 'categoryId',
+  page_token: 'cursor',
+  page_size: 'limit',
+  id: 'petId',
+};
+
+/** Translates a gRPC error status and its details into the HTTP error a client sees. */
+export function grpcStatusToHttp(code: Status, details: string): ApiError {
+  const translation = TABLE.get(code) ?? INTERNAL;
+  const message = translation.passMessage && details !== '' ? renameField(details) : translation.fallback;
+  return new ApiError(translation.status, translation.code, message);
+}
+
+function renameField(details: string): string {
+  const colon = details.indexOf(':');
+  const field = colon > 0 ? HTTP_FIELD_NAMES[details.slice(0, colon)] : undefined;
+  return field === undefined ? details : field + details.slice(colon);
+}

@@ -1,0 +1,164 @@
+import { ERROR_CODES } from './api-error';
+
+/**
+ * The OpenAPI 3.1 document for the public contract, served at `GET /v1/openapi.json`.
+ * The gateway's request validators are compiled from these schemas, and the integration tests
+ * validate every response against this document, so the document and the behaviour cannot drift.
+ */
+export const PET_STATUSES = ['available', 'pending', 'sold'] as const;
+export const INT64_MAX = 9223372036854775807n;
+export const SUNSET_HTTP_DATE = 'Thu, 05 Dec 2030 00:00:00 GMT';
+
+const int64 = (description: string) => ({ type: 'integer', format: 'int64', minimum: 1, maximum: INT64_MAX, description });
+
+export const schemas = {
+  PetStatus: { type: 'string', enum: [...PET_STATUSES], description: 'Availability of a pet.' },
+  NewPet: {
+    type: 'object',
+    required: ['name', 'categoryId'],
+    additionalProperties: false,
+    properties: {
+      name: { type: 'string', minLength: 1, maxLength: 100, description: '1 to 100 characters (code points).' },
+      categoryId: int64('Positive int64, emitted and accepted as a JSON number without rounding.'),
+      status: { $ref: '#/components/schemas/PetStatus', default: 'available' },
+    },
+  },
+  Pet: {
+    type: 'object',
+    required: ['id', 'name', 'categoryId', 'status'],
+    additionalProperties: false,
+    properties: {
+      id: int64('Assigned by the service: unique and increasing.'),
+      name: { type: 'string', minLength: 1, maxLength: 100 },
+      categoryId: int64('Positive int64.'),
+      status: { $ref: '#/components/schemas/PetStatus' },
+    },
+  },
+  Pets: { type: 'array', items: { $ref: '#/components/schemas/Pet' } },
+  Error: {
+    type: 'object',
+    required: ['code', 'message', 'status'],
+    additionalProperties: false,
+    properties: {
+      code: { type: 'string', enum: [...ERROR_CODES], description: 'Machine-readable; a closed set.' },
+      message: { type: 'string', description: 'Human-readable; names the offending field for 400s.' },
+      status: { type: 'integer', minimum: 400, maximum: 599, description: 'The HTTP status code.' },
+    },
+  },
+  ListQuery: {
+    type: 'object',
+    additionalProperties: true,
+    properties: {
+      limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
+      status: { $ref: '#/components/schemas/PetStatus' },
+      cursor: { type: 'string', minLength: 1, maxLength: 512 },
+    },
+  },
+} as const;
+
+const error = (description: string, codes: readonly string[]) => ({
+  description: `${description} Error codes: ${codes.join(', ')}.`,
+  content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+});
+
+const commonErrors = {
+  '401': {
+    ...error('Missing or unknown API key.', ['unauthorized']),
+    headers: { 'WWW-Authenticate': { schema: { type: 'string' } } },
+  },
+  '405': {
+    ...error('Known path, other method.', ['method_not_allowed']),
+    headers: { Allow: { schema: { type: 'string' } } },
+  },
+  '429': error('Over the rate limit, or the key is temporarily banned.', ['rate_limited', 'api_key_banned']),
+  '500': error('Unexpected failure.', ['internal']),
+  '503': error('The pet service is unavailable.', ['service_unavailable']),
+  '504': error('The pet service did not answer in time.', ['gateway_timeout']),
+};
+
+const jsonBody = (ref: string) => ({ content: { 'application/json': { schema: { $ref: `#/components/schemas/${ref}` } } } });
+const queryParameter = (name: keyof typeof schemas.ListQuery.properties, description: string) => ({
+  name,
+  in: 'query',
+  required: false,
+  description,
+  schema: schemas.ListQuery.properties[name],
+});
+
+export const openApiDocument = {
+  openapi: '3.1.0',
+  info: {
+    title: 'Pet store',
+    version: '1.0.0',
+    description: 'A store of animals. Every operation needs `Authorization: Bearer <API key>`.',
+  },
+  servers: [{ url: '/v1' }],
+  security: [{ bearerAuth: [] }],
+  paths: {
+    '/pets': {
+      get: {
+        operationId: 'listPets',
+        summary: 'List pets in ascending id order.',
+        parameters: [
+          queryParameter('limit', 'Page size, 1 to 100.'),
+          queryParameter('status', 'Only pets with this status.'),
+          queryParameter('cursor', 'Opaque; taken from the `Link: rel="next"` header of the previous page.'),
+        ],
+        responses: {
+          '200': {
+            description: 'A page of pets. When more exist, `Link` carries the next page with rel="next".',
+            headers: { Link: { schema: { type: 'string' } } },
+            ...jsonBody('Pets'),
+          },
+          '400': error('Bad `limit`, `status` or `cursor`.', ['invalid_request']),
+          ...commonErrors,
+        },
+      },
+      post: {
+        operationId: 'createPet',
+        summary: 'Add a pet.',
+        requestBody: { required: true, ...jsonBody('NewPet') },
+        responses: {
+          '201': {
+            description: 'Created.',
+            headers: { Location: { schema: { type: 'string' }, description: '/v1/pets/{id}' } },
+            ...jsonBody('Pet'),
+          },
+          '400': error('Body is not a JSON object, or a field is missing or invalid.', ['invalid_request']),
+          '409': error('Reserved for conflicting creates.', ['conflict']),
+          '413': error('Body over 64 KiB.', ['payload_too_large']),
+          '415': error('Body is not application/json.', ['unsupported_media_type']),
+          ...commonErrors,
+        },
+      },
+    },
+    '/pets/{petId}': {
+      get: {
+        operationId: 'getPet',
+        summary: 'Fetch one pet.',
+        deprecated: true,
+        description: `Deprecated; removed at ${SUNSET_HTTP_DATE}. Use listPets with a status filter.`,
+        parameters: [{ name: 'petId', in: 'path', required: true, schema: int64('Positive int64 in decimal.') }],
+        responses: {
+          '200': {
+            description: 'The pet.',
+            headers: {
+              Deprecation: { schema: { type: 'string' }, description: 'RFC 9745: @<unix seconds>.' },
+              Sunset: { schema: { type: 'string' }, description: `RFC 8594: ${SUNSET_HTTP_DATE}.` },
+              Link: { schema: { type: 'string' }, description: 'rel="successor-version": /v1/pets.' },
+            },
+            ...jsonBody('Pet'),
+          },
+          '400': error('`petId` is not a positive int64.', ['invalid_request']),
+          '404': error('No pet with this id.', ['not_found']),
+          '410': error('The operation has reached its sunset.', ['gone']),
+          ...commonErrors,
+        },
+      },
+    },
+  },
+  components: {
+    schemas,
+    securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key.' } },
+  },
+};

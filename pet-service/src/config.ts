@@ -1,0 +1,53 @@
+import { cleanEnv, EnvError, makeValidator, num, str } from 'envalid';
+
+/** The pet service's settings, read once at startup by `main.ts`. */
+export interface PetServiceConfig {
+  readonly host: string;
+  readonly port: number;
+  /** Unset: the embedded in-memory store. */
+  readonly mongodbUri: string | undefined;
+  readonly mongodbDatabase: string;
+  readonly mongodbTimeoutMs: number;
+  readonly pageTokenSecret: string;
+}
+
+const listenPort = makeValidator<number>((input) => {
+  const port = Number(input);
+  if (!/^[0-9]+$/.test(input) || port > 65535) throw new EnvError('must be a port from 0 to 65535');
+  return port;
+});
+
+/**
+ * Parses and validates the environment. Throws one Error naming every bad variable.
+ */
+export function parseConfig(env: NodeJS.ProcessEnv): PetServiceConfig {
+  const parsed = cleanEnv(
+    env,
+    {
+      PET_SERVICE_HOST: str({ default: '0.0.0.0', desc: 'Interface the gRPC server binds' }),
+      PET_SERVICE_PORT: listenPort({ default: 50051, desc: 'gRPC port; 0 picks a free one' }),
+      MONGODB_URI: str({ default: '', desc: 'MongoDB connection string; empty selects the in-memory store' }),
+      MONGODB_DB: str({ default: 'petstore', desc: 'MongoDB database name' }),
+      MONGODB_TIMEOUT_MS: num({ default: 2000, desc: 'Server selection, socket and per-operation time limit' }),
+      PAGE_TOKEN_SECRET: str({
+        default: 'petstore-dev-page-token-secret',
+        desc: 'Key that signs page tokens; every replica must share it',
+      }),
+    },
+    { reporter: throwOnError },
+  );
+  if (!(parsed.MONGODB_TIMEOUT_MS > 0)) throw new Error('MONGODB_TIMEOUT_MS: must be a positive number');
+  return Object.freeze({
+    host: parsed.PET_SERVICE_HOST,
+    port: parsed.PET_SERVICE_PORT,
+    mongodbUri: parsed.MONGODB_URI === '' ? undefined : parsed.MONGODB_URI,
+    mongodbDatabase: parsed.MONGODB_DB,
+    mongodbTimeoutMs: parsed.MONGODB_TIMEOUT_MS,
+    pageTokenSecret: parsed.PAGE_TOKEN_SECRET,
+  });
+}
+
+function throwOnError({ errors }: { errors: Partial<Record<string, Error>> }): void {
+  const problems = Object.entries(errors).map(([name, error]) => `${name}: ${error?.message ?? 'invalid'}`);
+  if (problems.length > 0) throw new Error(`invalid configuration: ${problems.join('; ')}`);
+}

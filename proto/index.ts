@@ -1,0 +1,12 @@
+/**
+ * The one generated copy of the petstore.v1 contract, shared by the pet service and the gateway.
+ * Regenerate with `npm run generate`; never edit `gen/` by hand (CI fails on a stale copy).
+ */
+export * from './gen/petstore/v1/pet_service';
+
+import { join } from 'node:path';
+
+/** Directory holding the .proto sources, for runtime loaders such as server reflection. */
+export const PROTO_ROOT = __dirname;
+/** The service's .proto file, relative to {@link PROTO_ROOT}. */
+export const PET_SERVICE_PROTO = join('petstore', 'v1', 'pet_service.proto');
