@@ -5,7 +5,9 @@ import type { ListQuery, NewPetRecord, PetRecord, PetRepository, StoredStatus } 
  * so each index is a sorted array and a page at any depth is a binary search plus a slice.
  */
 export class MemoryPetRepository implements PetRepository {
-  private lastId = 0n;
+  /** @param lastId ids continue after this one (tests use it to reach the int64 range). */
+  constructor(private lastId = 0n) {}
+
   private readonly byId = new Map<bigint, PetRecord>();
   private readonly all: PetRecord[] = [];
   private readonly byStatus: Record<StoredStatus, PetRecord[]> = { available: [], pending: [], sold: [] };

@@ -1,0 +1,62 @@
+import type { Server } from 'node:http';
+import { createServer as createPetServer, type RunningServer } from '../../../pet-service/src/server';
+import { MemoryPetRepository } from '../../../pet-service/src/memory-pet-repository';
+import type { PetRepository } from '../../../pet-service/src/pet-repository';
+import { ApiKeyStore, sha256Hex } from '../../src/api-keys';
+import { createApp } from '../../src/app';
+import { listen } from '../../src/http-server';
+import { createPetClient, type PetClient } from '../../src/pet-client';
+
+/** Secrets of the keys every test stack knows, by plan. */
+export const TEST_KEYS = { free: 'test-free-secret', pro: 'test-pro-secret' } as const;
+
+export interface TestStack {
+  readonly baseUrl: string;
+  readonly petService: RunningServer;
+  /** Sets the gateway's clock (milliseconds since the epoch). */
+  setNow(now: number): void;
+  close(): Promise<void>;
+}
+
+export interface TestStackOptions {
+  readonly repository?: PetRepository;
+  readonly petClientTimeoutMs?: number;
+}
+
+/** A real pet service and a real gateway, each on port 0, wired over gRPC. */
+export async function startTestStack(options: TestStackOptions = {}): Promise<TestStack> {
+  const petService = await createPetServer({
+    host: '127.0.0.1',
+    port: 0,
+    repository: options.repository ?? new MemoryPetRepository(),
+    pageTokenSecret: 'test-secret',
+  });
+  const petClient: PetClient = createPetClient({
+    target: `127.0.0.1:${petService.port}`,
+    timeoutMs: options.petClientTimeoutMs ?? 2000,
+  });
+  const apiKeys = ApiKeyStore.fromDocument({
+    keys: Object.entries(TEST_KEYS).map(([plan, secret]) => ({ id: `test-${plan}`, sha256: sha256Hex(secret), plan })),
+  });
+  let now = Date.now();
+  const internalErrors: unknown[] = [];
+  const app = createApp({ petClient, apiKeys, now: () => now, onInternalError: (error) => internalErrors.push(error) });
+  const { server, port } = await listen(app, '127.0.0.1', 0);
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    petService,
+    setNow: (value) => {
+      now = value;
+    },
+    async close() {
+      await closeServer(server);
+      petClient.close();
+      await petService.shutdown();
+    },
+  };
+}
+
+function closeServer(server: Server): Promise<void> {
+  server.closeAllConnections();
+  return new Promise((resolve) => server.close(() => resolve()));
+}

@@ -1,0 +1,19 @@
+import { expect } from 'chai';
+import { parseConfig } from '../../src/config';
+
+describe('gateway config', () => {
+  it('has working defaults', () => {
+    expect(parseConfig({}, 'keys.yaml')).to.include({
+      port: 8080,
+      petServiceAddress: 'localhost:50051',
+      petServiceTimeoutMs: 2000,
+      apiKeysFile: 'keys.yaml',
+    });
+  });
+
+  it('names each bad variable', () => {
+    expect(() => parseConfig({ PORT: '-1' }, 'k')).to.throw(/PORT/);
+    expect(() => parseConfig({ PET_SERVICE_TIMEOUT_MS: 'soon' }, 'k')).to.throw(/PET_SERVICE_TIMEOUT_MS/);
+    expect(() => parseConfig({ PET_SERVICE_TIMEOUT_MS: '-5' }, 'k')).to.throw(/PET_SERVICE_TIMEOUT_MS/);
+  });
+});

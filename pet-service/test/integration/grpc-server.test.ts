@@ -1,0 +1,148 @@
+import { credentials, Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
+import {
+  type CreatePetRequest,
+  type CreatePetResponse,
+  type GetPetRequest,
+  type GetPetResponse,
+  type ListPetsRequest,
+  type ListPetsResponse,
+  PetServiceClient,
+  PetStatus,
+} from '@petstore/proto';
+import { expect } from 'chai';
+import { service as healthService } from 'grpc-health-check';
+import { loadSync } from '@grpc/proto-loader';
+import { loadPackageDefinition, makeGenericClientConstructor } from '@grpc/grpc-js';
+import { MemoryPetRepository } from '../../src/memory-pet-repository';
+import { createServer, PET_SERVICE_NAME, type RunningServer } from '../../src/server';
+
+type Call<Req, Res> = (request: Req, metadata: Metadata, callback: (error: ServiceError | null, response: Res) => void) => unknown;
+
+function invoke<Req, Res>(client: PetServiceClient, method: Call<Req, Res>, request: Req): Promise<Res> {
+  return new Promise((resolve, reject) =>
+    method.call(client, request, new Metadata(), (error, response) => (error ? reject(error) : resolve(response))),
+  );
+}
+
+async function expectStatus(promise: Promise<unknown>, code: Status, details: RegExp): Promise<void> {
+  try {
+    await promise;
+  } catch (error) {
+    expect((error as ServiceError).code, (error as ServiceError).details).to.equal(code);
+    expect((error as ServiceError).details).to.match(details);
+    return;
+  }
+  expect.fail(`expected gRPC status ${Status[code]}`);
+}
+
+describe('pet service over gRPC (real server on port 0)', () => {
+  let server: RunningServer;
+  let client: PetServiceClient;
+
+  beforeEach(async () => {
+    server = await createServer({ host: '127.0.0.1', port: 0, repository: new MemoryPetRepository(), pageTokenSecret: 's' });
+    client = new PetServiceClient(`127.0.0.1:${server.port}`, credentials.createInsecure());
+  });
+
+  afterEach(async () => {
+    client.close();
+    await server.shutdown();
+  });
+
+  const create = (name: string, categoryId = '1', status = PetStatus.PET_STATUS_UNSPECIFIED) =>
+    invoke<CreatePetRequest, CreatePetResponse>(client, client.createPet, { name, categoryId, status });
+  const list = (request: ListPetsRequest) => invoke<ListPetsRequest, ListPetsResponse>(client, client.listPets, request);
+  const get = (id: string) => invoke<GetPetRequest, GetPetResponse>(client, client.getPet, { id });
+
+  it('creates with status defaulting to available, and gets by id', async () => {
+    const { pet } = await create('Rex', '9223372036854775807');
+    expect(pet).to.deep.equal({ id: '1', name: 'Rex', categoryId: '9223372036854775807', status: PetStatus.PET_STATUS_AVAILABLE });
+    expect((await get('1')).pet).to.deep.equal(pet);
+  });
+
+  it('pages with an opaque token bound to the filter', async () => {
+    for (let index = 0; index < 5; index += 1) await create(`p${index}`);
+    const first = await list({ pageSize: 2, pageToken: '', status: 0 });
+    expect(first.pets.map((pet) => pet.id)).to.deep.equal(['1', '2']);
+    const second = await list({ pageSize: 3, pageToken: first.nextPageToken, status: 0 });
+    expect(second.pets.map((pet) => pet.id)).to.deep.equal(['3', '4', '5']);
+    expect(second.nextPageToken).to.equal('');
+    await expectStatus(
+      list({ pageSize: 2, pageToken: first.nextPageToken, status: PetStatus.PET_STATUS_SOLD }),
+      Status.INVALID_ARGUMENT,
+      /^page_token: /,
+    );
+  });
+
+  it('defaults page_size 0 to 20', async () => {
+    for (let index = 0; index < 21; index += 1) await create(`p${index}`);
+    expect((await list({ pageSize: 0, pageToken: '', status: 0 })).pets).to.have.length(20);
+  });
+
+  const invalid: Array<[string, () => Promise<unknown>, RegExp]> = [
+    ['empty name', () => create(''), /^name: /],
+    ['101-character name', () => create('x'.repeat(101)), /^name: /],
+    ['zero category', () => create('a', '0'), /^category_id: /],
+    ['negative category', () => create('a', '-5'), /^category_id: /],
+    ['unknown status on create', () => create('a', '1', 9 as PetStatus), /^status: /],
+    ['page_size over 100', () => list({ pageSize: 101, pageToken: '', status: 0 }), /^page_size: /],
+    ['negative page_size', () => list({ pageSize: -1, pageToken: '', status: 0 }), /^page_size: /],
+    ['unknown status filter', () => list({ pageSize: 1, pageToken: '', status: 7 as PetStatus }), /^status: /],
+    ['garbage page token', () => list({ pageSize: 1, pageToken: '!!', status: 0 }), /^page_token: /],
+    ['id zero', () => get('0'), /^id: /],
+  ];
+  for (const [what, run, details] of invalid) {
+    it(`gives INVALID_ARGUMENT naming the field for ${what}`, async () => {
+      await expectStatus(run(), Status.INVALID_ARGUMENT, details);
+    });
+  }
+
+  it('gives NOT_FOUND for a missing pet', async () => {
+    await expectStatus(get('42'), Status.NOT_FOUND, /42/);
+  });
+
+  it('answers the standard health check, and NOT_SERVING once shutting down', async () => {
+    const HealthClient = makeGenericClientConstructor(healthService, 'Health');
+    const health = new HealthClient(`127.0.0.1:${server.port}`, credentials.createInsecure()) as never as HealthStub;
+    const check = (service: string) =>
+      new Promise<string>((resolve, reject) =>
+        health.check({ service }, (error, response) => (error ? reject(error) : resolve(response!.status))),
+      );
+    expect(await check('')).to.equal('SERVING');
+    expect(await check(PET_SERVICE_NAME)).to.equal('SERVING');
+    server.health.setStatus(PET_SERVICE_NAME, 'NOT_SERVING');
+    expect(await check(PET_SERVICE_NAME)).to.equal('NOT_SERVING');
+    health.close();
+  });
+
+  it('lists its services through server reflection', async () => {
+    const definition = loadSync('grpc/reflection/v1alpha/reflection.proto', {
+      includeDirs: [require.resolve('@grpc/reflection/package.json').replace(/package\.json$/, 'build/proto')],
+    });
+    const grpcPackage = loadPackageDefinition(definition) as never as {
+      grpc: { reflection: { v1alpha: { ServerReflection: new (address: string, creds: unknown) => ReflectionStub } } };
+    };
+    const stub = new grpcPackage.grpc.reflection.v1alpha.ServerReflection(`127.0.0.1:${server.port}`, credentials.createInsecure());
+    const services = await new Promise<string[]>((resolve, reject) => {
+      const stream = stub.ServerReflectionInfo();
+      stream.on('data', (response: { listServicesResponse?: { service: Array<{ name: string }> } }) => {
+        resolve(response.listServicesResponse!.service.map((service) => service.name));
+        stream.end();
+      });
+      stream.on('error', reject);
+      stream.write({ listServices: '*' });
+    });
+    expect(services).to.include(PET_SERVICE_NAME);
+    stub.close();
+  });
+});
+
+interface ReflectionStub {
+  ServerReflectionInfo(): NodeJS.ReadWriteStream & { end(): void; write(message: unknown): boolean };
+  close(): void;
+}
+
+interface HealthStub {
+  check(request: { service: string }, callback: (error: ServiceError | null, response?: { status: string }) => void): void;
+  close(): void;
+}
