@@ -52,10 +52,15 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/ferretdb-build.XXXXXX")"
 trap 'chmod -R u+w "$work" 2>/dev/null || true; rm -rf "$work"' EXIT
 
 log "downloading module $MODULE@$FERRETDB_VERSION"
-src_dir="$(cd "$work" && go mod download -json "$MODULE@$FERRETDB_VERSION" |
-  sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
+if ! (cd "$work" && go mod download -json "$MODULE@$FERRETDB_VERSION") >"$work/download.json"; then
+  log "ERROR: could not download $MODULE@$FERRETDB_VERSION:" >&2
+  cat "$work/download.json" >&2
+  exit 1
+fi
+src_dir="$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' "$work/download.json")"
 if [[ -z "$src_dir" || ! -d "$src_dir" ]]; then
-  log "ERROR: could not download $MODULE@$FERRETDB_VERSION" >&2
+  log "ERROR: no module directory in 'go mod download' output:" >&2
+  cat "$work/download.json" >&2
   exit 1
 fi
 
