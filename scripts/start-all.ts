@@ -20,7 +20,7 @@ function start(name: string, entry: string, env: NodeJS.ProcessEnv): ChildProces
 }
 
 const children = [
-  start('pet-service', 'pet-service/src/main.ts', { PET_SERVICE_PORT: petServicePort }),
+  start('pet-service', 'pet-service/src/main.ts', { PET_SERVICE_PORT: petServicePort, ADMIN_PORT: process.env.PET_SERVICE_ADMIN_PORT ?? '9091' }),
   start('gateway', 'gateway/src/main.ts', { PET_SERVICE_ADDR: process.env.PET_SERVICE_ADDR ?? `localhost:${petServicePort}` }),
 ];
 

@@ -36,3 +36,16 @@ export async function listen(app: Express, host: string, port: number): Promise<
   });
   return { server, port: (server.address() as AddressInfo).port };
 }
+
+/**
+ * Stops accepting connections and resolves once every in-flight request has been answered.
+ * Node closes an idle keep-alive connection only when its idle timeout fires, so idle ones are
+ * swept every 50 ms: a connection closes as soon as its last response is out.
+ */
+export function closeGracefully(server: Server): Promise<void> {
+  const sweep = setInterval(() => server.closeIdleConnections(), 50);
+  return new Promise<void>((resolve, reject) => {
+    server.close((error) => (error ? reject(error) : resolve()));
+    server.closeIdleConnections();
+  }).finally(() => clearInterval(sweep));
+}

@@ -1,9 +1,15 @@
 import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { createAdminApp } from './admin-app';
 import { ApiKeyStore } from './api-keys';
 import { createApp } from './app';
 import { type GatewayConfig, parseConfig } from './config';
-import { listen } from './http-server';
+import { installCrashHandlers } from './crash-handlers';
+import { closeGracefully, listen } from './http-server';
+import { createLogger } from './logger';
+import { createMetrics } from './metrics';
 import { createPetClient } from './pet-client';
+import { petServiceHealthCheck } from './readiness';
 
 const DEMO_KEYS_FILE = join(__dirname, '..', 'config', 'demo-keys.yaml');
 
@@ -17,25 +23,55 @@ function loadSettings(): { config: GatewayConfig; apiKeys: ApiKeyStore } {
   }
 }
 
-async function main(): Promise<void> {
-  const { config, apiKeys } = loadSettings();
-  const petClient = createPetClient({ target: config.petServiceAddress, timeoutMs: config.petServiceTimeoutMs });
-  const app = createApp({ petClient, apiKeys });
-  const { server, port } = await listen(app, config.host, config.port);
-  console.log(JSON.stringify({ msg: 'gateway listening', port, petService: config.petServiceAddress }));
+async function main({ config, apiKeys }: ReturnType<typeof loadSettings>, logger: Logger): Promise<void> {
+  const metrics = createMetrics();
+  const petClient = createPetClient({ target: config.petServiceAddress, timeoutMs: config.petServiceTimeoutMs, metrics });
+  const petServiceHealth = petServiceHealthCheck(config.petServiceAddress, config.petServiceTimeoutMs);
+  let draining = false;
+  const app = createApp({ petClient, apiKeys, logger, metrics, draining: () => draining });
+  const admin = createAdminApp({
+    registry: metrics.registry,
+    readinessChecks: { petService: petServiceHealth.check },
+    draining: () => draining,
+  });
+  const publicServer = await listen(app, config.host, config.port);
+  const adminServer = await listen(admin, config.host, config.adminPort);
+  logger.info(
+    { port: publicServer.port, adminPort: adminServer.port, petService: config.petServiceAddress },
+    'gateway listening',
+  );
 
-  const stop = (): void => {
-    server.close(() => {
-      petClient.close();
-      process.exit(0);
-    });
-    server.closeIdleConnections();
+  // SIGTERM: readiness fails first, then the listener closes to new connections, in-flight
+  // requests finish, clients close, and the process exits within SHUTDOWN_TIMEOUT_MS.
+  const stop = (signal: string): void => {
+    if (draining) return;
+    draining = true;
+    logger.info({ signal }, 'shutting down');
+    setTimeout(() => {
+      logger.error('in-flight requests outlived SHUTDOWN_TIMEOUT_MS; exiting');
+      process.exit(1);
+    }, config.shutdownTimeoutMs).unref();
+    closeGracefully(publicServer.server)
+      .then(async () => {
+        petClient.close();
+        petServiceHealth.close();
+        await closeGracefully(adminServer.server);
+        logger.info('stopped');
+        process.exit(0);
+      })
+      .catch((error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      });
   };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
 }
 
-main().catch((error: unknown) => {
-  console.error('gateway failed to start:', error);
+const settings = loadSettings();
+const logger = createLogger({ level: settings.config.logLevel, pretty: settings.config.logPretty });
+installCrashHandlers(logger);
+main(settings, logger).catch((error: unknown) => {
+  logger.fatal({ err: error }, 'gateway failed to start');
   process.exit(1);
 });

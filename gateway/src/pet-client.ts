@@ -1,4 +1,4 @@
-import { credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
+import { credentials, Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
 import {
   type CreatePetRequest,
   type CreatePetResponse,
@@ -8,13 +8,18 @@ import {
   type ListPetsResponse,
   PetServiceClient,
 } from '@petstore/proto';
+import type { GatewayMetrics } from './metrics';
 
 /** Settings for {@link createPetClient}. */
 export interface PetClientOptions {
-  /** A gRPC target: `host:port`, or `dns:///name:port` to spread calls over every address. */
+  /**
+   * A gRPC target: `host:port`, or `dns:///name:port` (a headless Service) to spread calls over
+   * every address with round_robin.
+   */
   readonly target: string;
-  /** Deadline of every call. */
+  /** Deadline of every call, retries included. */
   readonly timeoutMs: number;
+  readonly metrics?: GatewayMetrics;
 }
 
 /** The pet service as the gateway uses it: promise-returning calls, each with a deadline. */
@@ -33,23 +38,62 @@ type Unary<Req, Res> = (
 ) => unknown;
 
 /**
+ * Reads are idempotent, so grpc-js retries them on UNAVAILABLE with backoff (within the call's
+ * deadline). CreatePet is never retried: a create that reached the store but lost its answer
+ * would be made twice. round_robin spreads calls over every resolved address: one HTTP/2
+ * connection would otherwise pin all traffic to one replica behind a layer-4 Service.
+ */
+export const SERVICE_CONFIG = {
+  loadBalancingConfig: [{ round_robin: {} }],
+  methodConfig: [
+    {
+      name: [
+        { service: 'petstore.v1.PetService', method: 'ListPets' },
+        { service: 'petstore.v1.PetService', method: 'GetPet' },
+      ],
+      retryPolicy: {
+        maxAttempts: 4,
+        initialBackoff: '0.05s',
+        maxBackoff: '0.5s',
+        backoffMultiplier: 2,
+        retryableStatusCodes: ['UNAVAILABLE'],
+      },
+    },
+  ],
+};
+
+/**
  * One long-lived channel for the process: HTTP/2 multiplexes every call over it, and creating a
  * client per request would pay a connection setup each time.
  */
 export function createPetClient(options: PetClientOptions): PetClient {
-  const client = new PetServiceClient(options.target, credentials.createInsecure());
+  const client = new PetServiceClient(options.target, credentials.createInsecure(), {
+    'grpc.service_config': JSON.stringify(SERVICE_CONFIG),
+    'grpc.enable_retries': 1,
+    // Reconnect quickly once a restarted pet service is back.
+    'grpc.initial_reconnect_backoff_ms': 100,
+    'grpc.max_reconnect_backoff_ms': 1000,
+  });
+  const { metrics, timeoutMs } = options;
   const call =
-    <Req, Res>(method: Unary<Req, Res>) =>
+    <Req, Res>(name: string, method: Unary<Req, Res>) =>
     (request: Req, metadata: Metadata = new Metadata()): Promise<Res> =>
       new Promise((resolve, reject) => {
-        method.call(client, request, metadata, { deadline: Date.now() + options.timeoutMs }, (error, response) =>
-          error ? reject(error) : resolve(response),
-        );
+        const start = process.hrtime.bigint();
+        method.call(client, request, metadata, { deadline: Date.now() + timeoutMs }, (error, response) => {
+          if (metrics !== undefined) {
+            const labels = { method: name, code: Status[error?.code ?? Status.OK]! };
+            metrics.grpcClientCalls.inc(labels);
+            metrics.grpcClientCallSeconds.observe(labels, Number(process.hrtime.bigint() - start) / 1e9);
+          }
+          if (error) reject(error);
+          else resolve(response);
+        });
       });
   return {
-    listPets: call<ListPetsRequest, ListPetsResponse>(client.listPets),
-    createPet: call<CreatePetRequest, CreatePetResponse>(client.createPet),
-    getPet: call<GetPetRequest, GetPetResponse>(client.getPet),
+    listPets: call<ListPetsRequest, ListPetsResponse>('ListPets', client.listPets),
+    createPet: call<CreatePetRequest, CreatePetResponse>('CreatePet', client.createPet),
+    getPet: call<GetPetRequest, GetPetResponse>('GetPet', client.getPet),
     close: () => client.close(),
   };
 }

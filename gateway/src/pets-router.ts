@@ -1,4 +1,5 @@
-import { type Response, Router } from 'express';
+import { Metadata } from '@grpc/grpc-js';
+import { type Request, type Response, Router } from 'express';
 import { ApiError } from './api-error';
 import { deprecated } from './deprecation';
 import { compileComponentSchema, describeFirstError } from './json-schema';
@@ -30,19 +31,22 @@ const validateListQuery = compileComponentSchema('ListQuery');
 const LIST_PARAMETERS = ['limit', 'status', 'cursor'] as const;
 const PET_ID = /^[1-9][0-9]{0,18}$/;
 
-/** `/pets` and `/pets/:petId`: JSON in, one gRPC call each, JSON out. */
+/**
+ * `/v1/pets` and `/v1/pets/:petId`: JSON in, one gRPC call each, JSON out. Routes carry their
+ * full path so that `request.route.path` is the template that logs and metrics report.
+ */
 export function createPetsRouter({ petClient, now }: PetsRouterOptions): Router {
   const router = Router();
 
   router
-    .route('/pets')
+    .route('/v1/pets')
     .get(async (request, response) => {
       const query = readListQuery(request.query);
       const { pets, nextPageToken } = await petClient.listPets({
         pageSize: query.limit,
         pageToken: query.cursor ?? '',
         status: toWireStatus(query.status),
-      });
+      }, requestMetadata(request));
       if (nextPageToken !== '') response.set('Link', nextLink(query, nextPageToken));
       sendJson(response, 200, petsToJson(pets));
     })
@@ -57,23 +61,30 @@ export function createPetsRouter({ petClient, now }: PetsRouterOptions): Router 
         name: pet.name,
         categoryId: pet.categoryId.toString(),
         status: toWireStatus(pet.status),
-      });
+      }, requestMetadata(request));
       response.set('Location', `/v1/pets/${created.pet!.id}`);
       sendJson(response, 201, petToJson(created.pet!));
     })
     .all(methodNotAllowed('GET, HEAD, POST'));
 
   router
-    .route('/pets/:petId')
+    .route('/v1/pets/:petId')
     .get(deprecated(now), async (request, response) => {
       const petId = String(request.params.petId);
       if (!PET_ID.test(petId) || BigInt(petId) > INT64_MAX) throw ApiError.invalid('petId', 'must be a positive int64');
-      const { pet } = await petClient.getPet({ id: petId });
+      const { pet } = await petClient.getPet({ id: petId }, requestMetadata(request));
       sendJson(response, 200, petToJson(pet!));
     })
     .all(methodNotAllowed('GET, HEAD'));
 
   return router;
+}
+
+/** Carries the request id to the pet service, so both services log the same id. */
+function requestMetadata(request: Request): Metadata {
+  const metadata = new Metadata();
+  metadata.set('x-request-id', String(request.id));
+  return metadata;
 }
 
 function methodNotAllowed(allow: string) {

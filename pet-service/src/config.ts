@@ -1,4 +1,4 @@
-import { cleanEnv, EnvError, makeValidator, num, str } from 'envalid';
+import { bool, cleanEnv, EnvError, makeValidator, num, str } from 'envalid';
 
 /** The pet service's settings, read once at startup by `main.ts`. */
 export interface PetServiceConfig {
@@ -9,6 +9,11 @@ export interface PetServiceConfig {
   readonly mongodbDatabase: string;
   readonly mongodbTimeoutMs: number;
   readonly pageTokenSecret: string;
+  readonly adminPort: number;
+  readonly logLevel: string;
+  readonly logPretty: boolean;
+  readonly storeHealthIntervalMs: number;
+  readonly shutdownTimeoutMs: number;
 }
 
 const listenPort = makeValidator<number>((input) => {
@@ -33,10 +38,17 @@ export function parseConfig(env: NodeJS.ProcessEnv): PetServiceConfig {
         default: 'petstore-dev-page-token-secret',
         desc: 'Key that signs page tokens; every replica must share it',
       }),
+      ADMIN_PORT: listenPort({ default: 9091, desc: 'Port of /metrics and /healthz; 0 picks a free one' }),
+      LOG_LEVEL: str({ default: 'info', choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] }),
+      LOG_PRETTY: bool({ default: false, desc: 'Human-readable logs, for development' }),
+      STORE_HEALTH_INTERVAL_MS: num({ default: 5000, desc: 'How often the store is pinged for health' }),
+      SHUTDOWN_TIMEOUT_MS: num({ default: 10000, desc: 'Longest wait for in-flight calls on SIGTERM' }),
     },
     { reporter: throwOnError },
   );
-  if (!(parsed.MONGODB_TIMEOUT_MS > 0)) throw new Error('MONGODB_TIMEOUT_MS: must be a positive number');
+  for (const name of ['MONGODB_TIMEOUT_MS', 'STORE_HEALTH_INTERVAL_MS', 'SHUTDOWN_TIMEOUT_MS'] as const) {
+    if (!(parsed[name] > 0)) throw new Error(`invalid configuration: ${name}: must be a positive number`);
+  }
   return Object.freeze({
     host: parsed.PET_SERVICE_HOST,
     port: parsed.PET_SERVICE_PORT,
@@ -44,6 +56,11 @@ export function parseConfig(env: NodeJS.ProcessEnv): PetServiceConfig {
     mongodbDatabase: parsed.MONGODB_DB,
     mongodbTimeoutMs: parsed.MONGODB_TIMEOUT_MS,
     pageTokenSecret: parsed.PAGE_TOKEN_SECRET,
+    adminPort: parsed.ADMIN_PORT,
+    logLevel: parsed.LOG_LEVEL,
+    logPretty: parsed.LOG_PRETTY,
+    storeHealthIntervalMs: parsed.STORE_HEALTH_INTERVAL_MS,
+    shutdownTimeoutMs: parsed.SHUTDOWN_TIMEOUT_MS,
   });
 }
 

@@ -1,8 +1,22 @@
+import type { Logger } from 'pino';
+import { startAdminServer } from './admin-server';
 import { parseConfig, type PetServiceConfig } from './config';
+import { installCrashHandlers } from './crash-handlers';
+import { createLogger } from './logger';
 import { MemoryPetRepository } from './memory-pet-repository';
+import { createMetrics } from './metrics';
 import { MongoPetRepository } from './mongo-pet-repository';
 import type { PetRepository } from './pet-repository';
 import { createServer } from './server';
+
+function readConfig(): PetServiceConfig {
+  try {
+    return parseConfig(process.env);
+  } catch (error) {
+    console.error((error as Error).message);
+    process.exit(1);
+  }
+}
 
 async function openRepository(config: PetServiceConfig): Promise<PetRepository> {
   if (config.mongodbUri === undefined) return new MemoryPetRepository();
@@ -13,29 +27,44 @@ async function openRepository(config: PetServiceConfig): Promise<PetRepository> 
   });
 }
 
-async function main(): Promise<void> {
-  let config: PetServiceConfig;
-  try {
-    config = parseConfig(process.env);
-  } catch (error) {
-    console.error((error as Error).message);
-    process.exit(1);
-  }
+async function main(config: PetServiceConfig, logger: Logger): Promise<void> {
+  const metrics = createMetrics();
   const repository = await openRepository(config);
-  const server = await createServer({ ...config, repository });
-  console.log(JSON.stringify({ msg: 'pet service listening', port: server.port, store: config.mongodbUri ? 'mongodb' : 'memory' }));
+  const server = await createServer({ ...config, repository, logger, metrics });
+  const admin = await startAdminServer(metrics.registry, config.host, config.adminPort);
+  logger.info(
+    { port: server.port, adminPort: admin.port, store: config.mongodbUri === undefined ? 'memory' : 'mongodb' },
+    'pet service listening',
+  );
 
-  const stop = (): void => {
-    server.shutdown().then(
-      () => process.exit(0),
-      () => process.exit(1),
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    setTimeout(() => {
+      logger.error('shutdown timed out');
+      process.exit(1);
+    }, config.shutdownTimeoutMs + 1000).unref();
+    Promise.all([server.shutdown(), admin.close()]).then(
+      () => {
+        logger.info('stopped');
+        process.exit(0);
+      },
+      (error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
     );
   };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
 }
 
-main().catch((error: unknown) => {
-  console.error('pet service failed to start:', error);
+const config = readConfig();
+const logger = createLogger({ level: config.logLevel, pretty: config.logPretty });
+installCrashHandlers(logger);
+main(config, logger).catch((error: unknown) => {
+  logger.fatal({ err: error }, 'pet service failed to start');
   process.exit(1);
 });

@@ -30,6 +30,8 @@ export class MemoryPetRepository implements PetRepository {
     return index.slice(start, start + query.limit);
   }
 
+  async ping(): Promise<void> {}
+
   async close(): Promise<void> {}
 }
 

@@ -30,5 +30,7 @@ export interface PetRepository {
   create(pet: NewPetRecord): Promise<PetRecord>;
   get(id: bigint): Promise<PetRecord | undefined>;
   list(query: ListQuery): Promise<PetRecord[]>;
+  /** Resolves when the backing store answers; health checks call it. */
+  ping(): Promise<void>;
   close(): Promise<void>;
 }

@@ -1,15 +1,52 @@
-import { status as Status, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
+import { Metadata, status as Status, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
 import type { Pet, PetServiceServer } from '@petstore/proto';
+import type { Logger } from 'pino';
+import type { PetServiceMetrics } from './metrics';
 import type { PageTokenCodec } from './page-token';
 import type { PetRecord, PetRepository } from './pet-repository';
 import { PetServiceError } from './pet-service-error';
 import { toWireStatus } from './pet-status';
 import { validateCreate, validateGet, validateList } from './pet-validation';
 
+/** Metadata key carrying the caller's request id (the gateway's `X-Request-Id`). */
+export const REQUEST_ID_METADATA = 'x-request-id';
+
+export interface HandlerDependencies {
+  readonly repository: PetRepository;
+  readonly pageTokens: PageTokenCodec;
+  readonly logger: Logger;
+  readonly metrics: PetServiceMetrics;
+}
+
 /** The PetService implementation: validation, then one repository call per RPC. */
-export function createPetServiceHandlers(repository: PetRepository, pageTokens: PageTokenCodec): PetServiceServer {
+export function createPetServiceHandlers({ repository, pageTokens, logger, metrics }: HandlerDependencies): PetServiceServer {
+  const unary = <Req, Res>(method: string, handle: (request: Req) => Promise<Res>) =>
+    (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>): void => {
+      const start = process.hrtime.bigint();
+      const finish = (code: Status, error?: unknown): void => {
+        const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+        const codeName = Status[code]!;
+        metrics.grpcCalls.inc({ method, code: codeName });
+        metrics.grpcCallSeconds.observe({ method, code: codeName }, seconds);
+        const line = { method, code: codeName, duration: seconds * 1000, requestId: requestIdOf(call.metadata) };
+        if (code === Status.INTERNAL || code === Status.UNKNOWN) logger.error({ ...line, err: error }, 'grpc call failed');
+        else logger.info(line, 'grpc call');
+      };
+      handle(call.request).then(
+        (response) => {
+          finish(Status.OK);
+          callback(null, response);
+        },
+        (error: unknown) => {
+          const serviceError = PetServiceError.toServiceError(error);
+          finish(serviceError.code!, error);
+          callback(serviceError);
+        },
+      );
+    };
+
   return {
-    listPets: unary(async (request) => {
+    listPets: unary('ListPets', async (request) => {
       const { pageSize, status } = validateList(request);
       const afterId = request.pageToken === '' ? undefined : pageTokens.decode(request.pageToken, status).afterId;
       // One extra record tells whether another page exists without a count query.
@@ -19,8 +56,8 @@ export function createPetServiceHandlers(repository: PetRepository, pageTokens: 
         records.length > pageSize ? pageTokens.encode({ afterId: page[page.length - 1]!.id, status }) : '';
       return { pets: page.map(toWire), nextPageToken };
     }),
-    createPet: unary(async (request) => ({ pet: toWire(await repository.create(validateCreate(request))) })),
-    getPet: unary(async (request) => {
+    createPet: unary('CreatePet', async (request) => ({ pet: toWire(await repository.create(validateCreate(request))) })),
+    getPet: unary('GetPet', async (request) => {
       const id = validateGet(request);
       const record = await repository.get(id);
       if (record === undefined) throw new PetServiceError(Status.NOT_FOUND, `pet ${id} not found`);
@@ -29,20 +66,16 @@ export function createPetServiceHandlers(repository: PetRepository, pageTokens: 
   };
 }
 
+function requestIdOf(metadata: Metadata): string | undefined {
+  const value = metadata.get(REQUEST_ID_METADATA)[0];
+  return typeof value === 'string' ? value : undefined;
+}
+
 function toWire(record: PetRecord): Pet {
   return {
     id: record.id.toString(),
     name: record.name,
     categoryId: record.categoryId.toString(),
     status: toWireStatus(record.status),
-  };
-}
-
-function unary<Req, Res>(handle: (request: Req) => Promise<Res>) {
-  return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>): void => {
-    handle(call.request).then(
-      (response) => callback(null, response),
-      (error: unknown) => callback(PetServiceError.toServiceError(error)),
-    );
   };
 }

@@ -2,10 +2,14 @@ import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
 import { PET_SERVICE_PROTO, PetServiceService, PROTO_ROOT } from '@petstore/proto';
-import { HealthImplementation, type ServingStatusMap } from 'grpc-health-check';
+import { HealthImplementation } from 'grpc-health-check';
+import pino, { type Logger } from 'pino';
+import { InstrumentedRepository } from './instrumented-repository';
+import { createMetrics, type PetServiceMetrics } from './metrics';
 import { PageTokenCodec } from './page-token';
 import type { PetRepository } from './pet-repository';
 import { createPetServiceHandlers } from './pet-service-handlers';
+import { StoreHealthMonitor } from './store-health';
 
 /** What {@link createServer} needs; everything comes from the caller, nothing from the environment. */
 export interface ServerOptions {
@@ -14,28 +18,45 @@ export interface ServerOptions {
   readonly port: number;
   readonly repository: PetRepository;
   readonly pageTokenSecret: string;
+  readonly logger?: Logger;
+  readonly metrics?: PetServiceMetrics;
+  /** How often the store is pinged to keep the health status current. */
+  readonly storeHealthIntervalMs?: number;
+  /** How long {@link RunningServer.shutdown} waits for in-flight calls before cancelling them. */
+  readonly shutdownTimeoutMs?: number;
 }
 
 export interface RunningServer {
   readonly port: number;
   readonly health: HealthImplementation;
-  /** Stops taking calls, lets in-flight calls finish, then closes the repository. */
+  readonly storeHealth: StoreHealthMonitor;
+  /**
+   * Reports NOT_SERVING, stops taking calls, lets in-flight calls finish (cancelling them after
+   * the shutdown timeout), then closes the repository.
+   */
   shutdown(): Promise<void>;
 }
 
 /** Fully-qualified name under which health reports the pet service ('' is the whole server). */
 export const PET_SERVICE_NAME = 'petstore.v1.PetService';
+const HEALTH_SERVICES = ['', PET_SERVICE_NAME];
 
 /** Starts the gRPC server with the pet service, health checking and server reflection. */
 export async function createServer(options: ServerOptions): Promise<RunningServer> {
+  const logger = options.logger ?? pino({ level: 'silent' });
+  const metrics = options.metrics ?? createMetrics();
+  const repository = new InstrumentedRepository(options.repository, metrics);
   const server = new Server();
-  server.addService(PetServiceService, createPetServiceHandlers(options.repository, new PageTokenCodec(options.pageTokenSecret)));
+  server.addService(
+    PetServiceService,
+    createPetServiceHandlers({ repository, pageTokens: new PageTokenCodec(options.pageTokenSecret), logger, metrics }),
+  );
 
-  const statusMap: ServingStatusMap = { '': 'SERVING', [PET_SERVICE_NAME]: 'SERVING' };
-  const health = new HealthImplementation(statusMap);
+  const health = new HealthImplementation(Object.fromEntries(HEALTH_SERVICES.map((service) => [service, 'SERVING'])));
   health.addToServer(server);
+  const storeHealth = new StoreHealthMonitor(repository, health, HEALTH_SERVICES, logger);
 
-  const definition = loadSync(PET_SERVICE_PROTO, { includeDirs: [PROTO_ROOT], longs: String, enums: String });
+  const definition = loadSync(PET_SERVICE_PROTO, { includeDirs: [PROTO_ROOT] });
   new ReflectionService(definition).addToServer(server);
 
   const port = await new Promise<number>((resolve, reject) => {
@@ -43,15 +64,27 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
       error ? reject(error) : resolve(bound),
     );
   });
+  storeHealth.start(options.storeHealthIntervalMs ?? 5000);
 
   return {
     port,
     health,
+    storeHealth,
     async shutdown() {
-      health.setStatus('', 'NOT_SERVING');
-      health.setStatus(PET_SERVICE_NAME, 'NOT_SERVING');
-      await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
-      await options.repository.close();
+      storeHealth.stop();
+      for (const service of HEALTH_SERVICES) health.setStatus(service, 'NOT_SERVING');
+      await new Promise<void>((resolve) => {
+        const force = setTimeout(() => {
+          logger.warn('in-flight calls outlived the shutdown timeout; cancelling them');
+          server.forceShutdown();
+          resolve();
+        }, options.shutdownTimeoutMs ?? 10_000);
+        server.tryShutdown(() => {
+          clearTimeout(force);
+          resolve();
+        });
+      });
+      await repository.close();
     },
   };
 }

@@ -21,6 +21,8 @@ export interface TestStack {
 export interface TestStackOptions {
   readonly repository?: PetRepository;
   readonly petClientTimeoutMs?: number;
+  /** Point the gateway at this pet service instead of starting a real one. */
+  readonly petServiceAddress?: string;
 }
 
 /** A real pet service and a real gateway, each on port 0, wired over gRPC. */
@@ -32,15 +34,14 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     pageTokenSecret: 'test-secret',
   });
   const petClient: PetClient = createPetClient({
-    target: `127.0.0.1:${petService.port}`,
+    target: options.petServiceAddress ?? `127.0.0.1:${petService.port}`,
     timeoutMs: options.petClientTimeoutMs ?? 2000,
   });
   const apiKeys = ApiKeyStore.fromDocument({
     keys: Object.entries(TEST_KEYS).map(([plan, secret]) => ({ id: `test-${plan}`, sha256: sha256Hex(secret), plan })),
   });
   let now = Date.now();
-  const internalErrors: unknown[] = [];
-  const app = createApp({ petClient, apiKeys, now: () => now, onInternalError: (error) => internalErrors.push(error) });
+  const app = createApp({ petClient, apiKeys, now: () => now });
   const { server, port } = await listen(app, '127.0.0.1', 0);
   return {
     baseUrl: `http://127.0.0.1:${port}`,

@@ -1,0 +1,61 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** The gateway's Prometheus metrics, in a registry of their own (served on the admin port). */
+export interface GatewayMetrics {
+  readonly registry: Registry;
+  readonly httpRequests: Counter<'route' | 'method' | 'status'>;
+  readonly httpRequestSeconds: Histogram<'route' | 'method' | 'status'>;
+  readonly rateLimitDecisions: Counter<'plan' | 'outcome'>;
+  /** 1 while the limiter runs on its in-memory fallback because Redis is unreachable. */
+  readonly rateLimiterFallback: Gauge;
+  readonly grpcClientCalls: Counter<'method' | 'code'>;
+  readonly grpcClientCallSeconds: Histogram<'method' | 'code'>;
+}
+
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+
+export function createMetrics(): GatewayMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+  return {
+    registry,
+    httpRequests: new Counter({
+      name: 'http_requests_total',
+      help: 'HTTP requests answered, by route template, method and status.',
+      labelNames: ['route', 'method', 'status'],
+      registers,
+    }),
+    httpRequestSeconds: new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'Time to answer an HTTP request.',
+      labelNames: ['route', 'method', 'status'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    rateLimitDecisions: new Counter({
+      name: 'rate_limit_decisions_total',
+      help: 'Rate-limit decisions, by plan (or "anonymous" for the per-IP limit) and outcome.',
+      labelNames: ['plan', 'outcome'],
+      registers,
+    }),
+    rateLimiterFallback: new Gauge({
+      name: 'rate_limiter_fallback',
+      help: '1 while limits are kept in memory because Redis is unreachable, else 0.',
+      registers,
+    }),
+    grpcClientCalls: new Counter({
+      name: 'grpc_client_handled_total',
+      help: 'gRPC calls to the pet service, by method and status code.',
+      labelNames: ['method', 'code'],
+      registers,
+    }),
+    grpcClientCallSeconds: new Histogram({
+      name: 'grpc_client_handling_seconds',
+      help: 'Time of a gRPC call to the pet service, retries included.',
+      labelNames: ['method', 'code'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+  };
+}

@@ -1,0 +1,35 @@
+import { credentials, makeGenericClientConstructor, type ServiceError } from '@grpc/grpc-js';
+import { service as healthService } from 'grpc-health-check';
+
+/** A dependency check for readiness: resolves when the dependency answers, rejects otherwise. */
+export type ReadinessCheck = () => Promise<void>;
+
+interface HealthStub {
+  check(
+    request: { service: string },
+    options: { deadline: number },
+    callback: (error: ServiceError | null, response?: { status: string | number }) => void,
+  ): void;
+  close(): void;
+}
+
+const HealthClient = makeGenericClientConstructor(healthService, 'Health');
+
+/**
+ * Asks the pet service's standard gRPC health service whether it is SERVING (which it is not
+ * while its store is unreachable or it is shutting down).
+ */
+export function petServiceHealthCheck(target: string, timeoutMs: number): { check: ReadinessCheck; close(): void } {
+  const stub = new HealthClient(target, credentials.createInsecure()) as unknown as HealthStub;
+  return {
+    check: () =>
+      new Promise((resolve, reject) => {
+        stub.check({ service: 'petstore.v1.PetService' }, { deadline: Date.now() + timeoutMs }, (error, response) => {
+          if (error) reject(error);
+          else if (response?.status === 'SERVING' || response?.status === 1) resolve();
+          else reject(new Error(`pet service is ${String(response?.status)}`));
+        });
+      }),
+    close: () => stub.close(),
+  };
+}

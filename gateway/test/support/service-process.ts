@@ -1,0 +1,94 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+const ROOT = join(__dirname, '..', '..', '..');
+const ENTRY = { gateway: 'gateway/src/main.ts', 'pet-service': 'pet-service/src/main.ts' } as const;
+
+/** One JSON log line as a service printed it. */
+export type LogLine = Record<string, unknown>;
+
+/** A service started as its own OS process with `main.ts`, as in production. */
+export interface ServiceProcess {
+  readonly child: ChildProcess;
+  readonly port: number;
+  readonly adminPort: number;
+  readonly logs: LogLine[];
+  /** Resolves with the first log line (already printed or still to come) that matches. */
+  waitForLog(matches: (line: LogLine) => boolean, timeoutMs?: number): Promise<LogLine>;
+  /** Sends `signal` and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/**
+ * Starts a service on free ports (PORT=0 / PET_SERVICE_PORT=0 unless `env` says otherwise) and
+ * resolves once it logs that it is listening, with the ports it logged.
+ */
+export async function startService(name: keyof typeof ENTRY, env: NodeJS.ProcessEnv = {}): Promise<ServiceProcess> {
+  // Node itself with the tsx loader, not the tsx CLI: one process, so a signal reaches the service.
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, ENTRY[name])], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: '0', PET_SERVICE_PORT: '0', ADMIN_PORT: '0', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: LogLine[] = [];
+  const waiters = new Set<{ matches: (line: LogLine) => boolean; resolve: (line: LogLine) => void }>();
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  createInterface({ input: child.stdout! }).on('line', (text) => {
+    let line: LogLine;
+    try {
+      line = JSON.parse(text) as LogLine;
+    } catch {
+      line = { msg: text };
+    }
+    logs.push(line);
+    for (const waiter of waiters) {
+      if (waiter.matches(line)) {
+        waiters.delete(waiter);
+        waiter.resolve(line);
+      }
+    }
+  });
+  const exited = once(child, 'exit');
+
+  const waitForLog = (matches: (line: LogLine) => boolean, timeoutMs = 15_000): Promise<LogLine> => {
+    const found = logs.find(matches);
+    if (found !== undefined) return Promise.resolve(found);
+    return new Promise((resolve, reject) => {
+      const waiter = { matches, resolve };
+      waiters.add(waiter);
+      const timer = setTimeout(() => {
+        waiters.delete(waiter);
+        reject(new Error(`${name}: no matching log line in ${timeoutMs} ms; stderr: ${stderr}; logs: ${JSON.stringify(logs)}`));
+      }, timeoutMs);
+      void exited.then(() => {
+        if (!waiters.has(waiter)) return;
+        clearTimeout(timer);
+        waiters.delete(waiter);
+        reject(new Error(`${name} exited; stderr: ${stderr}; logs: ${JSON.stringify(logs)}`));
+      });
+      const original = waiter.resolve;
+      waiter.resolve = (line) => {
+        clearTimeout(timer);
+        original(line);
+      };
+    });
+  };
+
+  const listening = await waitForLog((line) => typeof line.msg === 'string' && line.msg.endsWith('listening'));
+  return {
+    child,
+    port: Number(listening.port),
+    adminPort: Number(listening.adminPort),
+    logs,
+    waitForLog,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      child.kill(signal);
+      const [code] = (await exited) as [number | null];
+      return code;
+    },
+  };
+}

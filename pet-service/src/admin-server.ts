@@ -1,0 +1,37 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Registry } from 'prom-client';
+
+export interface AdminServer {
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * The admin listener, kept off the gRPC port: `GET /metrics` (Prometheus text) and `GET /healthz`
+ * (liveness). Readiness is the standard gRPC health service on the main port.
+ */
+export async function startAdminServer(registry: Registry, host: string, port: number): Promise<AdminServer> {
+  const server: Server = createServer((request, response) => {
+    if (request.method === 'GET' && request.url === '/metrics') {
+      registry.metrics().then(
+        (text) => response.writeHead(200, { 'Content-Type': registry.contentType }).end(text),
+        () => response.writeHead(500).end(),
+      );
+      return;
+    }
+    if (request.method === 'GET' && request.url === '/healthz') {
+      response.writeHead(200, { 'Content-Type': 'application/json' }).end('{"status":"ok"}');
+      return;
+    }
+    response.writeHead(404, { 'Content-Type': 'application/json' }).end('{"code":"not_found","message":"no such resource","status":404}');
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, resolve);
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}

@@ -1,0 +1,46 @@
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+
+/** The pet service's Prometheus metrics, in a registry of their own (served on the admin port). */
+export interface PetServiceMetrics {
+  readonly registry: Registry;
+  readonly grpcCalls: Counter<'method' | 'code'>;
+  readonly grpcCallSeconds: Histogram<'method' | 'code'>;
+  readonly storeOperations: Counter<'operation' | 'outcome'>;
+  readonly storeOperationSeconds: Histogram<'operation' | 'outcome'>;
+}
+
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+
+export function createMetrics(): PetServiceMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  return {
+    registry,
+    grpcCalls: new Counter({
+      name: 'grpc_server_handled_total',
+      help: 'gRPC calls completed by the server, by method and status code.',
+      labelNames: ['method', 'code'],
+      registers: [registry],
+    }),
+    grpcCallSeconds: new Histogram({
+      name: 'grpc_server_handling_seconds',
+      help: 'Time to answer a gRPC call.',
+      labelNames: ['method', 'code'],
+      buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    }),
+    storeOperations: new Counter({
+      name: 'pet_store_operations_total',
+      help: 'Store operations, by operation and outcome (ok or error).',
+      labelNames: ['operation', 'outcome'],
+      registers: [registry],
+    }),
+    storeOperationSeconds: new Histogram({
+      name: 'pet_store_operation_seconds',
+      help: 'Time of a store operation.',
+      labelNames: ['operation', 'outcome'],
+      buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    }),
+  };
+}
