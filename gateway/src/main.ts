@@ -26,12 +26,11 @@ function loadSettings(): { config: GatewayConfig; apiKeys: ApiKeyStore } {
 async function main({ config, apiKeys }: ReturnType<typeof loadSettings>, logger: Logger): Promise<void> {
   const metrics = createMetrics();
   const petClient = createPetClient({ target: config.petServiceAddress, timeoutMs: config.petServiceTimeoutMs, metrics });
-  const petServiceHealth = petServiceHealthCheck(config.petServiceAddress, config.petServiceTimeoutMs);
   let draining = false;
   const app = createApp({ petClient, apiKeys, logger, metrics, draining: () => draining });
   const admin = createAdminApp({
     registry: metrics.registry,
-    readinessChecks: { petService: petServiceHealth.check },
+    readinessChecks: { petService: petServiceHealthCheck(petClient.channel, config.petServiceTimeoutMs) },
     draining: () => draining,
   });
   const publicServer = await listen(app, config.host, config.port);
@@ -54,7 +53,6 @@ async function main({ config, apiKeys }: ReturnType<typeof loadSettings>, logger
     closeGracefully(publicServer.server)
       .then(async () => {
         petClient.close();
-        petServiceHealth.close();
         await closeGracefully(adminServer.server);
         logger.info('stopped');
         process.exit(0);

@@ -1,4 +1,4 @@
-import { credentials, Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
+import { type Channel, credentials, Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
 import {
   type CreatePetRequest,
   type CreatePetResponse,
@@ -27,6 +27,8 @@ export interface PetClient {
   listPets(request: ListPetsRequest, metadata?: Metadata): Promise<ListPetsResponse>;
   createPet(request: CreatePetRequest, metadata?: Metadata): Promise<CreatePetResponse>;
   getPet(request: GetPetRequest, metadata?: Metadata): Promise<GetPetResponse>;
+  /** The underlying channel, for other clients of the same service (health checks) to share. */
+  readonly channel: Channel;
   close(): void;
 }
 
@@ -94,6 +96,7 @@ export function createPetClient(options: PetClientOptions): PetClient {
     listPets: call<ListPetsRequest, ListPetsResponse>('ListPets', client.listPets),
     createPet: call<CreatePetRequest, CreatePetResponse>('CreatePet', client.createPet),
     getPet: call<GetPetRequest, GetPetResponse>('GetPet', client.getPet),
+    channel: client.getChannel() as Channel,
     close: () => client.close(),
   };
 }

@@ -8,6 +8,23 @@ import { PetServiceError } from './pet-service-error';
 import { toWireStatus } from './pet-status';
 import { validateCreate, validateGet, validateList } from './pet-validation';
 
+/**
+ * What {@link tolerantDeserialize} yields for bytes that are not a valid message, so the handler
+ * can answer INVALID_ARGUMENT; grpc-js itself would answer INTERNAL.
+ */
+export const UNDECODABLE = Symbol('undecodable request');
+
+/** Wraps a message decoder so that undecodable input becomes {@link UNDECODABLE}, not a throw. */
+export function tolerantDeserialize<T>(decode: (bytes: Buffer) => T): (bytes: Buffer) => T {
+  return (bytes) => {
+    try {
+      return decode(bytes);
+    } catch {
+      return UNDECODABLE as T;
+    }
+  };
+}
+
 /** Metadata key carrying the caller's request id (the gateway's `X-Request-Id`). */
 export const REQUEST_ID_METADATA = 'x-request-id';
 
@@ -32,7 +49,12 @@ export function createPetServiceHandlers({ repository, pageTokens, logger, metri
         if (code === Status.INTERNAL || code === Status.UNKNOWN) logger.error({ ...line, err: error }, 'grpc call failed');
         else logger.info(line, 'grpc call');
       };
-      handle(call.request).then(
+      const request: Req = call.request;
+      const handled =
+        (request as unknown) === UNDECODABLE
+          ? Promise.reject(PetServiceError.invalidArgument('request', 'is not a valid protobuf message'))
+          : handle(request);
+      handled.then(
         (response) => {
           finish(Status.OK);
           callback(null, response);

@@ -8,7 +8,7 @@ import { InstrumentedRepository } from './instrumented-repository';
 import { createMetrics, type PetServiceMetrics } from './metrics';
 import { PageTokenCodec } from './page-token';
 import type { PetRepository } from './pet-repository';
-import { createPetServiceHandlers } from './pet-service-handlers';
+import { createPetServiceHandlers, tolerantDeserialize } from './pet-service-handlers';
 import { StoreHealthMonitor } from './store-health';
 
 /** What {@link createServer} needs; everything comes from the caller, nothing from the environment. */
@@ -48,7 +48,12 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
   const repository = new InstrumentedRepository(options.repository, metrics);
   const server = new Server();
   server.addService(
-    PetServiceService,
+    Object.fromEntries(
+      Object.entries(PetServiceService).map(([name, method]) => [
+        name,
+        { ...method, requestDeserialize: tolerantDeserialize<unknown>(method.requestDeserialize) },
+      ]),
+    ) as unknown as typeof PetServiceService,
     createPetServiceHandlers({ repository, pageTokens: new PageTokenCodec(options.pageTokenSecret), logger, metrics }),
   );
 

@@ -146,3 +146,45 @@ interface HealthStub {
   check(request: { service: string }, callback: (error: ServiceError | null, response?: { status: string }) => void): void;
   close(): void;
 }
+
+describe('pet service shutdown', () => {
+  it('finishes in-flight calls, refuses new ones, then closes the store', async () => {
+    const gate: Array<() => void> = [];
+    let reached: () => void = () => undefined;
+    const allReached = new Promise<void>((resolve) => (reached = resolve));
+    let closed = false;
+    const memory = new MemoryPetRepository();
+    const repository = Object.assign(Object.create(memory) as MemoryPetRepository, {
+      list: async (query: Parameters<MemoryPetRepository['list']>[0]) => {
+        await new Promise<void>((resolve) => {
+          gate.push(resolve);
+          if (gate.length === 10) reached();
+        });
+        return memory.list(query);
+      },
+      close: async () => {
+        closed = true;
+      },
+    });
+    const server = await createServer({ host: '127.0.0.1', port: 0, repository, pageTokenSecret: 's' });
+    const client = new PetServiceClient(`127.0.0.1:${server.port}`, credentials.createInsecure());
+    const list = () =>
+      invoke<ListPetsRequest, ListPetsResponse>(client, client.listPets, { pageSize: 1, pageToken: '', status: 0 }).then(
+        () => 'OK',
+        (error: ServiceError) => Status[error.code],
+      );
+    try {
+      const inFlight = Array.from({ length: 10 }, list);
+      await allReached;
+      const stopped = server.shutdown();
+      expect(await list()).to.equal('UNAVAILABLE');
+      expect(closed).to.equal(false);
+      for (const release of gate) release();
+      expect(await Promise.all(inFlight)).to.deep.equal(Array(10).fill('OK'));
+      await stopped;
+      expect(closed).to.equal(true);
+    } finally {
+      client.close();
+    }
+  });
+});
