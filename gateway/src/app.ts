@@ -1,11 +1,18 @@
 import express, { type Express } from 'express';
 import { stringify } from 'lossless-json';
 import type { ApiKeyStore } from './api-keys';
-import { createAuthenticate } from './authenticate';
+import { createIdentify, requireApiKey } from './authenticate';
 import { createErrorHandler, type InternalErrorListener, notFound } from './error-handler';
+import { MemoryRateLimiter } from './memory-rate-limiter';
 import { openApiDocument } from './openapi';
 import type { PetClient } from './pet-client';
 import { createPetsRouter } from './pets-router';
+import { createRateLimit } from './rate-limit-middleware';
+import { DEFAULT_RATE_LIMIT_SETTINGS, type RateLimitSettings } from './rate-limit-policy';
+import type { RateLimiter } from './rate-limiter';
+
+/** Express's `trust proxy` setting: whether, or from which hops, X-Forwarded-For is believed. */
+export type TrustProxy = boolean | number | readonly string[];
 
 /** Everything the HTTP app depends on; `main.ts` builds these from the validated config. */
 export interface AppOptions {
@@ -14,6 +21,11 @@ export interface AppOptions {
   /** Milliseconds since the epoch. */
   readonly now?: () => number;
   readonly onInternalError?: InternalErrorListener;
+  /** Default: in-memory counters on {@link AppOptions.now}. */
+  readonly limiter?: RateLimiter;
+  readonly rateLimits?: RateLimitSettings;
+  /** Default false: the client IP is the socket's peer. */
+  readonly trustProxy?: TrustProxy;
 }
 
 const OPENAPI_JSON = stringify(openApiDocument)!;
@@ -25,11 +37,21 @@ export function createApp(options: AppOptions): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
+  app.set('trust proxy', options.trustProxy ?? false);
 
   app.get('/v1/openapi.json', (_request, response) => {
     response.type('application/json').send(OPENAPI_JSON);
   });
-  app.use('/v1', createAuthenticate(options.apiKeys), createPetsRouter({ petClient: options.petClient, now }));
+  app.use(
+    '/v1',
+    createIdentify(options.apiKeys),
+    createRateLimit({
+      limiter: options.limiter ?? new MemoryRateLimiter({ now }),
+      settings: options.rateLimits ?? DEFAULT_RATE_LIMIT_SETTINGS,
+    }),
+    requireApiKey,
+    createPetsRouter({ petClient: options.petClient, now }),
+  );
   app.use(notFound);
   app.use(createErrorHandler(options.onInternalError ?? ((error) => console.error(error))));
   return app;
