@@ -51,21 +51,21 @@ export async function startRedisOrSkip(context: Context): Promise<RedisServer> {
   return startRedisServer(binary!);
 }
 
-/** Starts redis-server on a free loopback port and resolves once it answers PING. */
-export async function startRedisServer(binary: string): Promise<RedisServer> {
+/** Starts redis-server on `port` or a free loopback port and resolves once it answers PING. */
+export async function startRedisServer(binary: string, port?: number): Promise<RedisServer> {
   let lastError: unknown;
   // The free port is found by binding and releasing it; another process could take it meanwhile.
-  for (let attempt = 0; attempt < 3; attempt += 1) {
-    const port = await freePort();
+  for (let attempt = 0; attempt < (port === undefined ? 3 : 1); attempt += 1) {
+    const listenPort = port ?? (await freePort());
     try {
-      let child = await launch(binary, port);
+      let child = await launch(binary, listenPort);
       return {
-        port,
-        url: `redis://127.0.0.1:${port}`,
+        port: listenPort,
+        url: `redis://127.0.0.1:${listenPort}`,
         stop: () => stopChild(child),
         async restart() {
           await stopChild(child);
-          child = await launch(binary, port);
+          child = await launch(binary, listenPort);
         },
       };
     } catch (error) {
