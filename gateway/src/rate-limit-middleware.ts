@@ -50,7 +50,10 @@ function refusal(decision: RateLimitDecision, unauthenticated: boolean): ApiErro
   if (decision.outcome === 'banned') {
     return new ApiError(429, 'api_key_banned', 'API key temporarily banned for repeated requests while rate limited');
   }
-  const window = decision.blocking!.window;
-  const who = unauthenticated ? 'requests without a valid API key from this address' : 'requests';
-  return new ApiError(429, 'rate_limited', `rate limit exceeded: ${window.limit} ${who} per ${window.name.replace(/^ip-/, '')}`);
+  const { limit, seconds } = decision.blocking!.window;
+  const per = seconds === 60 ? 'minute' : seconds === 86_400 ? 'day' : `${seconds} s`;
+  const message = unauthenticated
+    ? `too many requests without a valid API key from this address: ${limit} per ${per}`
+    : `rate limit exceeded: ${limit} requests per ${per}`;
+  return new ApiError(429, 'rate_limited', message);
 }

@@ -37,6 +37,7 @@ export function keySubject(keyId: string): string {
   return `key:${keyId}`;
 }
 
+/** The limiter subject of a client address, for requests without a valid key. */
 export function ipSubject(ip: string): string {
   return `ip:${ip}`;
 }

@@ -32,6 +32,7 @@ export function redisKeyPrefix(subject: string): string {
   return `{rl:${subject}}`;
 }
 
+/** Holds the ban's end (ms since the epoch) while `subject` is banned. */
 export function banKey(subject: string): string {
   return `${redisKeyPrefix(subject)}:ban`;
 }
