@@ -1,19 +1,36 @@
 import express, { type Express } from 'express';
+import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import { ApiError } from './api-error';
+import { createErrorHandler, type InternalErrorListener, notFound } from './error-handler';
+import { keySubject } from './rate-limit-policy';
+import type { RateLimiter } from './rate-limiter';
 import type { ReadinessCheck } from './readiness';
 
 export interface AdminAppOptions {
   readonly registry: Registry;
   /** Named dependency checks; all must pass for readiness. */
   readonly readinessChecks: Readonly<Record<string, ReadinessCheck>>;
+  /**
+   * Checks shown in the /readyz body that do not decide readiness: Redis, whose outage the
+   * limiter absorbs by counting in memory. Failing readiness on it would take every replica out
+   * of service at once, turning a Redis outage into a full one.
+   */
+  readonly reportedChecks?: Readonly<Record<string, ReadinessCheck>>;
   /** True once shutdown has begun: readiness fails first, so traffic drains before the port closes. */
   readonly draining: () => boolean;
+  readonly limiter: RateLimiter;
+  readonly logger: Logger;
+  /** Told of every error that became a 500; default: logged at error level. */
+  readonly onInternalError?: InternalErrorListener;
 }
 
 /**
- * The admin listener, on its own port and never exposed publicly: `GET /metrics`,
- * `GET /healthz` (liveness: the process answers) and `GET /readyz` (readiness: dependencies
- * answer). No auth, and no rate-limit accounting.
+ * The operators' app, on its own listener (ADMIN_PORT) and never exposed with the public API:
+ * `GET /metrics`, `GET /healthz` (liveness: the process answers), `GET /readyz` (readiness: its
+ * dependencies answer), and `DELETE /admin/bans/:keyId` to lift a ban (204, or 404 when none was
+ * in force; with the in-memory store this is the only way to reach a replica's bans). No auth, and
+ * no rate-limit accounting.
  */
 export function createAdminApp(options: AdminAppOptions): Express {
   const app = express();
@@ -31,18 +48,38 @@ export function createAdminApp(options: AdminAppOptions): Express {
       response.status(503).json({ status: 'draining' });
       return;
     }
-    const results = await Promise.all(
-      Object.entries(options.readinessChecks).map(async ([name, check]) => {
-        try {
-          await check();
-          return [name, 'ok'] as const;
-        } catch (error) {
-          return [name, (error as Error).message] as const;
-        }
-      }),
-    );
-    const ready = results.every(([, result]) => result === 'ok');
-    response.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready', checks: Object.fromEntries(results) });
+    const [decisive, reported] = await Promise.all([run(options.readinessChecks), run(options.reportedChecks ?? {})]);
+    const ready = decisive.every(([, result]) => result === 'ok');
+    response
+      .status(ready ? 200 : 503)
+      .json({ status: ready ? 'ready' : 'not_ready', checks: Object.fromEntries([...decisive, ...reported]) });
   });
+  app.delete('/admin/bans/:keyId', async (request, response) => {
+    const keyId = String(request.params.keyId);
+    let lifted: boolean;
+    try {
+      lifted = await options.limiter.unban(keySubject(keyId));
+    } catch {
+      throw new ApiError(503, 'service_unavailable', 'the shared rate-limit store is unreachable; retry');
+    }
+    if (!lifted) throw new ApiError(404, 'not_found', `no ban in force for key ${keyId}`);
+    options.logger.info({ keyId }, 'ban lifted');
+    response.status(204).end();
+  });
+  app.use(notFound);
+  app.use(createErrorHandler(options.onInternalError ?? ((error) => options.logger.error({ err: error }, 'internal error'))));
   return app;
+}
+
+function run(checks: Readonly<Record<string, ReadinessCheck>>): Promise<Array<readonly [string, string]>> {
+  return Promise.all(
+    Object.entries(checks).map(async ([name, check]) => {
+      try {
+        await check();
+        return [name, 'ok'] as const;
+      } catch (error) {
+        return [name, (error as Error).message] as const;
+      }
+    }),
+  );
 }

@@ -2,14 +2,21 @@ import express, { type Express } from 'express';
 import { stringify } from 'lossless-json';
 import pino, { type Logger } from 'pino';
 import type { ApiKeyStore } from './api-keys';
-import { createAuthenticate } from './authenticate';
-import { createErrorHandler, notFound } from './error-handler';
+import { createIdentify, requireApiKey } from './authenticate';
+import { createErrorHandler, type InternalErrorListener, notFound } from './error-handler';
 import { createHttpMetrics } from './http-metrics';
+import { MemoryRateLimiter } from './memory-rate-limiter';
 import type { GatewayMetrics } from './metrics';
 import { openApiDocument } from './openapi';
 import type { PetClient } from './pet-client';
 import { createPetsRouter } from './pets-router';
+import { createRateLimit } from './rate-limit-middleware';
+import { DEFAULT_RATE_LIMIT_SETTINGS, type RateLimitSettings } from './rate-limit-policy';
+import type { RateLimiter } from './rate-limiter';
 import { createRequestLogging } from './request-logging';
+
+/** Express's `trust proxy` setting: whether, or from which hops, X-Forwarded-For is believed. */
+export type TrustProxy = boolean | number | readonly string[];
 
 /** Everything the HTTP app depends on; `main.ts` builds these from the validated config. */
 export interface AppOptions {
@@ -18,9 +25,16 @@ export interface AppOptions {
   /** Milliseconds since the epoch. */
   readonly now?: () => number;
   readonly logger?: Logger;
+  /** Told of every error that became a 500; default: logged at error level. */
+  readonly onInternalError?: InternalErrorListener;
   readonly metrics?: GatewayMetrics;
   /** True once shutdown has begun: responses then ask clients to reconnect elsewhere. */
   readonly draining?: () => boolean;
+  /** Default: in-memory counters on {@link AppOptions.now}. */
+  readonly limiter?: RateLimiter;
+  readonly rateLimits?: RateLimitSettings;
+  /** Default false: the client IP is the socket's peer. */
+  readonly trustProxy?: TrustProxy;
 }
 
 const OPENAPI_JSON = stringify(openApiDocument)!;
@@ -30,13 +44,15 @@ export function createApp(options: AppOptions): Express {
   const now = options.now ?? Date.now;
   const logger = options.logger ?? pino({ level: 'silent' });
   const draining = options.draining ?? (() => false);
+  const { metrics } = options;
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
+  app.set('trust proxy', options.trustProxy ?? false);
 
   app.use(createRequestLogging(logger));
-  if (options.metrics !== undefined) app.use(createHttpMetrics(options.metrics));
+  if (metrics !== undefined) app.use(createHttpMetrics(metrics));
   app.use((_request, response, next) => {
     if (draining()) response.set('Connection', 'close');
     next();
@@ -45,9 +61,18 @@ export function createApp(options: AppOptions): Express {
   app.get('/v1/openapi.json', (_request, response) => {
     response.type('application/json').send(OPENAPI_JSON);
   });
-  app.use('/v1', createAuthenticate(options.apiKeys));
+  app.use(
+    '/v1',
+    createIdentify(options.apiKeys),
+    createRateLimit({
+      limiter: options.limiter ?? new MemoryRateLimiter({ now }),
+      settings: options.rateLimits ?? DEFAULT_RATE_LIMIT_SETTINGS,
+      onDecision: metrics === undefined ? undefined : (plan, outcome) => metrics.rateLimitDecisions.inc({ plan, outcome }),
+    }),
+    requireApiKey,
+  );
   app.use(createPetsRouter({ petClient: options.petClient, now }));
   app.use(notFound);
-  app.use(createErrorHandler((error) => logger.error({ err: error }, 'internal error')));
+  app.use(createErrorHandler(options.onInternalError ?? ((error) => logger.error({ err: error }, 'internal error'))));
   return app;
 }

@@ -6,9 +6,14 @@ import type { ApiKey, ApiKeyStore } from './api-keys';
 const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 const CHALLENGE = 'Bearer realm="petstore"';
 
-/** The key a request authenticated with, once {@link createAuthenticate} has passed it. */
+/** The key a request authenticated with, once {@link requireApiKey} has passed it. */
 export function apiKeyOf(locals: Record<string, unknown>): ApiKey {
   return locals.apiKey as ApiKey;
+}
+
+/** The key {@link createIdentify} found, if the request had a valid one. */
+export function identifiedKey(locals: Record<string, unknown>): ApiKey | undefined {
+  return locals.apiKey as ApiKey | undefined;
 }
 
 /** Reads the bearer token of a request, if it has a well-formed one. */
@@ -16,18 +21,26 @@ export function bearerToken(header: string | undefined): string | undefined {
   return header === undefined ? undefined : BEARER.exec(header)?.[1];
 }
 
-/** Rejects requests without a known API key (401 with a `WWW-Authenticate` challenge). */
-export function createAuthenticate(keys: ApiKeyStore): RequestHandler {
+/**
+ * Looks the request's key up without rejecting anything yet, so the rate limiter can charge a
+ * valid key, or the client IP when there is none, before the 401.
+ */
+export function createIdentify(keys: ApiKeyStore): RequestHandler {
   return (request, response, next) => {
     const token = bearerToken(request.headers.authorization);
     const key = token === undefined ? undefined : keys.find(token);
-    if (key === undefined) {
-      const challenge = token === undefined ? CHALLENGE : `${CHALLENGE}, error="invalid_token"`;
-      const message = token === undefined ? 'missing bearer API key' : 'unknown API key';
-      next(new ApiError(401, 'unauthorized', message, { 'WWW-Authenticate': challenge }));
-      return;
-    }
-    response.locals.apiKey = key;
+    if (key !== undefined) response.locals.apiKey = key;
     next();
   };
 }
+
+/** Rejects requests without a known API key (401 with a `WWW-Authenticate` challenge). */
+export const requireApiKey: RequestHandler = (request, response, next) => {
+  if (identifiedKey(response.locals) !== undefined) {
+    next();
+    return;
+  }
+  const missing = bearerToken(request.headers.authorization) === undefined;
+  const challenge = missing ? CHALLENGE : `${CHALLENGE}, error="invalid_token"`;
+  next(new ApiError(401, 'unauthorized', missing ? 'missing bearer API key' : 'unknown API key', { 'WWW-Authenticate': challenge }));
+};

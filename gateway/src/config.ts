@@ -1,4 +1,6 @@
+import { isIP } from 'node:net';
 import { bool, cleanEnv, EnvError, makeValidator, num, str } from 'envalid';
+import type { TrustProxy } from './app';
 
 /** The gateway's settings, read once at startup by `main.ts`. */
 export interface GatewayConfig {
@@ -8,6 +10,16 @@ export interface GatewayConfig {
   readonly petServiceAddress: string;
   readonly petServiceTimeoutMs: number;
   readonly apiKeysFile: string;
+  /** Unset: counters in this process only. */
+  readonly redisUrl: string | undefined;
+  readonly redisCommandTimeoutMs: number;
+  /** Longest startup wait for Redis before serving with in-memory counters. */
+  readonly redisStartupWaitMs: number;
+  readonly banThreshold: number;
+  readonly banSeconds: number;
+  readonly unauthenticatedPerMinute: number;
+  readonly trustProxy: TrustProxy;
+  readonly adminHost: string;
   readonly adminPort: number;
   readonly logLevel: string;
   readonly logPretty: boolean;
@@ -20,6 +32,49 @@ const listenPort = makeValidator<number>((input) => {
   return port;
 });
 
+const positiveInteger = makeValidator<number>((input) => {
+  const value = Number(input);
+  if (!/^[0-9]+$/.test(input) || !Number.isSafeInteger(value) || value < 1) throw new EnvError('must be a positive integer');
+  return value;
+});
+
+const redisUrl = makeValidator<string>((input) => {
+  if (input === '') return input;
+  let url: URL;
+  try {
+    url = new URL(input);
+  } catch {
+    throw new EnvError('must be a redis:// or rediss:// URL');
+  }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new EnvError('must be a redis:// or rediss:// URL');
+  return input;
+});
+
+const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/** `false`, `true`, a hop count, or a comma-separated list of addresses, CIDRs or range names. */
+const trustProxy = makeValidator<TrustProxy>((input) => {
+  const text = input.trim();
+  if (text === 'false' || text === '') return false;
+  if (text === 'true') return true;
+  if (/^[0-9]+$/.test(text)) return Number(text);
+  const entries = text.split(',').map((entry) => entry.trim());
+  for (const entry of entries) {
+    if (!PROXY_RANGE_NAMES.has(entry) && !isAddressOrCidr(entry)) {
+      throw new EnvError(`must be true, false, a hop count or addresses/CIDRs; "${entry}" is none`);
+    }
+  }
+  return Object.freeze(entries);
+});
+
+function isAddressOrCidr(entry: string): boolean {
+  const [address = '', prefix, extra] = entry.split('/');
+  const family = isIP(address);
+  if (family === 0 || extra !== undefined) return false;
+  if (prefix === undefined) return true;
+  return /^[0-9]+$/.test(prefix) && Number(prefix) >= 1 && Number(prefix) <= (family === 4 ? 32 : 128);
+}
+
 /** Parses and validates the environment. Throws one Error naming every bad variable. */
 export function parseConfig(env: NodeJS.ProcessEnv, defaultKeysFile: string): GatewayConfig {
   const parsed = cleanEnv(
@@ -30,22 +85,40 @@ export function parseConfig(env: NodeJS.ProcessEnv, defaultKeysFile: string): Ga
       PET_SERVICE_ADDR: str({ default: 'localhost:50051', desc: 'gRPC target of the pet service' }),
       PET_SERVICE_TIMEOUT_MS: num({ default: 2000, desc: 'Deadline of every call to the pet service' }),
       API_KEYS_FILE: str({ default: defaultKeysFile, desc: 'YAML or JSON keys file' }),
-      ADMIN_PORT: listenPort({ default: 9090, desc: 'Port of /metrics, /healthz and /readyz; 0 picks a free one' }),
+      REDIS_URL: redisUrl({ default: '', desc: 'Shared rate-limit counters; empty keeps them in this process' }),
+      REDIS_COMMAND_TIMEOUT_MS: positiveInteger({ default: 200, desc: 'Longest wait for Redis before a request falls back' }),
+      REDIS_STARTUP_WAIT_MS: num({ default: 3000, desc: 'Longest startup wait for Redis; then serve with the fallback' }),
+      BAN_THRESHOLD: positiveInteger({ default: 10, desc: 'Requests tolerated while limited before a ban' }),
+      BAN_SECONDS: positiveInteger({ default: 900, desc: 'Length of a temporary ban' }),
+      UNAUTHENTICATED_PER_MINUTE: positiveInteger({ default: 60, desc: 'Per client IP, requests without a valid key' }),
+      TRUST_PROXY: trustProxy({ default: false, desc: 'Whether X-Forwarded-For is believed: true, false, hops or CIDRs' }),
+      ADMIN_HOST: str({
+        default: '0.0.0.0',
+        desc: 'Interface of the admin listener; kubelet probes and Prometheus reach it on the pod IP. Unauthenticated: never expose it publicly',
+      }),
+      ADMIN_PORT: listenPort({ default: 9090, desc: 'Port of /metrics, /healthz, /readyz and /admin; 0 picks a free one' }),
       LOG_LEVEL: str({ default: 'info', choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] }),
       LOG_PRETTY: bool({ default: false, desc: 'Human-readable logs, for development' }),
-      SHUTDOWN_TIMEOUT_MS: num({ default: 10000, desc: 'Longest wait for in-flight requests on SIGTERM' }),
+      SHUTDOWN_TIMEOUT_MS: positiveInteger({ default: 10000, desc: 'Longest wait for in-flight requests on SIGTERM' }),
     },
     { reporter: throwOnError },
   );
-  for (const name of ['PET_SERVICE_TIMEOUT_MS', 'SHUTDOWN_TIMEOUT_MS'] as const) {
-    if (!(parsed[name] > 0)) throw new Error(`invalid configuration: ${name}: must be a positive number`);
-  }
+  if (!(parsed.PET_SERVICE_TIMEOUT_MS > 0)) throw new Error('invalid configuration: PET_SERVICE_TIMEOUT_MS: must be positive');
+  if (!(parsed.REDIS_STARTUP_WAIT_MS >= 0)) throw new Error('invalid configuration: REDIS_STARTUP_WAIT_MS: must not be negative');
   return Object.freeze({
     host: parsed.HOST,
     port: parsed.PORT,
     petServiceAddress: parsed.PET_SERVICE_ADDR,
     petServiceTimeoutMs: parsed.PET_SERVICE_TIMEOUT_MS,
     apiKeysFile: parsed.API_KEYS_FILE,
+    redisUrl: parsed.REDIS_URL === '' ? undefined : parsed.REDIS_URL,
+    redisCommandTimeoutMs: parsed.REDIS_COMMAND_TIMEOUT_MS,
+    redisStartupWaitMs: parsed.REDIS_STARTUP_WAIT_MS,
+    banThreshold: parsed.BAN_THRESHOLD,
+    banSeconds: parsed.BAN_SECONDS,
+    unauthenticatedPerMinute: parsed.UNAUTHENTICATED_PER_MINUTE,
+    trustProxy: parsed.TRUST_PROXY,
+    adminHost: parsed.ADMIN_HOST,
     adminPort: parsed.ADMIN_PORT,
     logLevel: parsed.LOG_LEVEL,
     logPretty: parsed.LOG_PRETTY,

@@ -76,6 +76,32 @@ const commonErrors = {
   '504': error('The pet service did not answer in time.', ['gateway_timeout']),
 };
 
+const integerHeader = (description: string) => ({ schema: { type: 'integer', minimum: 0 }, description });
+const RATE_LIMIT_HEADERS = {
+  'X-RateLimit-Limit': integerHeader('Limit of the window closest to exhaustion.'),
+  'X-RateLimit-Remaining': integerHeader('Requests left in that window; 0 on a 429.'),
+  'X-RateLimit-Reset': integerHeader('Unix time, in seconds, at which that window (or a ban) ends.'),
+  'RateLimit-Policy': {
+    schema: { type: 'string' },
+    description: 'draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`.',
+  },
+  RateLimit: { schema: { type: 'string' }, description: 'draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`.' },
+};
+const RETRY_AFTER = { 'Retry-After': { schema: { type: 'integer', minimum: 1 }, description: 'Seconds until a retry can succeed.' } };
+
+/** Every /v1 response carries the rate-limit fields, whatever its status; a 429 also `Retry-After`. */
+function withRateLimitHeaders<Paths extends object>(paths: Paths): Paths {
+  for (const operations of Object.values(paths) as Record<string, { responses: Record<string, { headers?: object }> }>[]) {
+    for (const operation of Object.values(operations)) {
+      for (const [status, response] of Object.entries(operation.responses)) {
+        const headers = { ...RATE_LIMIT_HEADERS, ...(status === '429' ? RETRY_AFTER : {}), ...response.headers };
+        operation.responses[status] = { ...response, headers };
+      }
+    }
+  }
+  return paths;
+}
+
 const jsonBody = (ref: string) => ({ content: { 'application/json': { schema: { $ref: `#/components/schemas/${ref}` } } } });
 const queryParameter = (name: keyof typeof schemas.ListQuery.properties, description: string) => ({
   name,
@@ -94,7 +120,7 @@ export const openApiDocument = {
   },
   servers: [{ url: '/v1' }],
   security: [{ bearerAuth: [] }],
-  paths: {
+  paths: withRateLimitHeaders({
     '/pets': {
       get: {
         operationId: 'listPets',
@@ -156,7 +182,7 @@ export const openApiDocument = {
         },
       },
     },
-  },
+  }),
   components: {
     schemas,
     securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key.' } },

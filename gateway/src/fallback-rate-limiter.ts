@@ -1,0 +1,94 @@
+import type { RateLimitDecision, RateLimiter, RateLimitPolicy } from './rate-limiter';
+
+/** A store that can tell, without a round trip, whether a call would fail at once. */
+export interface SharedRateLimiter extends RateLimiter {
+  readonly available: boolean;
+}
+
+/** A state change worth one log line. */
+export interface FallbackEvent {
+  readonly msg: string;
+  /** Whether requests are counted in memory from now on. */
+  readonly usingFallback: boolean;
+  readonly error?: string;
+}
+
+export interface FallbackRateLimiterOptions {
+  readonly primary: SharedRateLimiter;
+  readonly fallback: RateLimiter;
+  readonly log: (event: FallbackEvent) => void;
+  /**
+   * After a failed call, how long requests skip the primary: a hanging Redis keeps its connection
+   * "ready", and without this pause every request would wait out the command timeout. Default 1000.
+   */
+  readonly pauseAfterErrorMs?: number;
+  /** A monotonic clock in ms, for that pause only. Default `performance.now`. */
+  readonly monotonicNow?: () => number;
+}
+
+/**
+ * Uses the shared store while it works and the in-memory one while it does not, so a Redis outage
+ * costs exactness across replicas, never availability: no request fails or waits on Redis. Logs the
+ * switch each way once, and switches back by itself when the connection is ready again.
+ */
+export class FallbackRateLimiter implements RateLimiter {
+  private readonly primary: SharedRateLimiter;
+  private readonly fallback: RateLimiter;
+  private readonly log: (event: FallbackEvent) => void;
+  private readonly pauseAfterErrorMs: number;
+  private readonly monotonicNow: () => number;
+  private degraded = false;
+  private pausedUntil = 0;
+
+  constructor(options: FallbackRateLimiterOptions) {
+    this.primary = options.primary;
+    this.fallback = options.fallback;
+    this.log = options.log;
+    this.pauseAfterErrorMs = options.pauseAfterErrorMs ?? 1000;
+    this.monotonicNow = options.monotonicNow ?? (() => performance.now());
+  }
+
+  /** Whether requests are currently counted in memory. */
+  get usingFallback(): boolean {
+    return this.degraded;
+  }
+
+  async consume(subject: string, policy: RateLimitPolicy): Promise<RateLimitDecision> {
+    if (!this.primary.available) {
+      this.degrade('not connected');
+    } else if (this.monotonicNow() >= this.pausedUntil) {
+      try {
+        const decision = await this.primary.consume(subject, policy);
+        this.recover();
+        return decision;
+      } catch (error) {
+        this.pausedUntil = this.monotonicNow() + this.pauseAfterErrorMs;
+        this.degrade((error as Error).message);
+      }
+    }
+    return this.fallback.consume(subject, policy);
+  }
+
+  /** Lifts the ban in both stores; fails if the shared one cannot be reached. */
+  async unban(subject: string): Promise<boolean> {
+    const local = await this.fallback.unban(subject);
+    const shared = await this.primary.unban(subject);
+    return local || shared;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.primary.close(), this.fallback.close()]);
+  }
+
+  private degrade(reason: string): void {
+    if (this.degraded) return;
+    this.degraded = true;
+    this.log({ msg: 'rate limiter: Redis unavailable, counting in memory on this replica', usingFallback: true, error: reason });
+  }
+
+  private recover(): void {
+    if (!this.degraded) return;
+    this.degraded = false;
+    this.log({ msg: 'rate limiter: Redis is back, counting in Redis again', usingFallback: false });
+  }
+}

@@ -1,0 +1,109 @@
+import type { Redis } from 'ioredis';
+import { BanCache } from './ban-cache';
+import { RATE_LIMIT_LUA, SCRIPT_BANNED, SCRIPT_LIMITED } from './rate-limit-script';
+import {
+  banned,
+  decide,
+  type RateLimitDecision,
+  type RateLimiter,
+  type RateLimitPolicy,
+  windowEnd,
+  windowIndex,
+} from './rate-limiter';
+
+export interface RedisRateLimiterOptions {
+  /** Taken over: {@link RedisRateLimiter.close} quits it. */
+  readonly redis: Redis;
+  /** Milliseconds since the epoch; passed to the script so every replica and test agrees. */
+  readonly now: () => number;
+  /** How long a cached ban answers without Redis. Default 1000 ms. */
+  readonly banRecheckMs?: number;
+}
+
+interface ScriptedRedis {
+  rateLimit(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
+}
+
+/** Counters outlive their window by this much, so a replica whose clock lags a little still finds them. */
+const EXPIRY_SLACK_MS = 60_000;
+
+/** Every key of a subject shares this hash tag, so one Redis Cluster slot holds them all. */
+export function redisKeyPrefix(subject: string): string {
+  return `{rl:${subject}}`;
+}
+
+/** Holds the ban's end (ms since the epoch) while `subject` is banned. */
+export function banKey(subject: string): string {
+  return `${redisKeyPrefix(subject)}:ban`;
+}
+
+/**
+ * Counters shared by every gateway replica through one Lua script per request (EVALSHA, which
+ * ioredis auto-pipelines with the other requests in flight). Bans are cached per replica; see
+ * {@link BanCache}. Errors are thrown, not hidden: {@link FallbackRateLimiter} decides what to do.
+ */
+export class RedisRateLimiter implements RateLimiter {
+  private readonly redis: Redis;
+  private readonly scripted: ScriptedRedis;
+  private readonly now: () => number;
+  private readonly bans: BanCache;
+
+  constructor(options: RedisRateLimiterOptions) {
+    this.redis = options.redis;
+    this.redis.defineCommand('rateLimit', { lua: RATE_LIMIT_LUA });
+    this.scripted = this.redis as unknown as ScriptedRedis;
+    this.now = options.now;
+    this.bans = new BanCache(options.banRecheckMs ?? 1000);
+  }
+
+  /** Whether the connection is up; while it is not, commands would fail at once. */
+  get available(): boolean {
+    return this.redis.status === 'ready';
+  }
+
+  async consume(subject: string, policy: RateLimitPolicy): Promise<RateLimitDecision> {
+    const now = this.now();
+    const cachedBanEnd = this.bans.lookup(subject, now);
+    if (cachedBanEnd !== undefined) return banned(policy, now, cachedBanEnd);
+
+    const prefix = redisKeyPrefix(subject);
+    const keys = [`${prefix}:ban`];
+    const windowArgs: number[] = [];
+    for (const window of policy.windows) {
+      const index = windowIndex(window, now);
+      keys.push(`${prefix}:${window.name}:${index}`, `${prefix}:strikes:${window.name}:${index}`);
+      windowArgs.push(window.limit, windowEnd(window, now) - now + EXPIRY_SLACK_MS);
+    }
+    const banMs = (policy.ban?.seconds ?? 0) * 1000;
+    const reply = await this.scripted.rateLimit(
+      keys.length,
+      ...keys,
+      now,
+      policy.ban?.threshold ?? 0,
+      now + banMs,
+      banMs,
+      ...windowArgs,
+    );
+    const [outcome, detail] = reply as [number, number];
+    if (outcome === SCRIPT_BANNED) {
+      this.bans.remember(subject, detail, now);
+      return banned(policy, now, detail);
+    }
+    this.bans.forget(subject);
+    return decide(policy, now, reply.slice(2), outcome === SCRIPT_LIMITED ? detail - 1 : undefined);
+  }
+
+  async unban(subject: string): Promise<boolean> {
+    this.bans.forget(subject);
+    const until = await this.redis.getdel(banKey(subject));
+    return until !== null && Number(until) > this.now();
+  }
+
+  async close(): Promise<void> {
+    if (this.redis.status === 'ready') {
+      await this.redis.quit();
+      return;
+    }
+    this.redis.disconnect();
+  }
+}

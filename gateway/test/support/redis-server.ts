@@ -1,0 +1,149 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { accessSync, constants } from 'node:fs';
+import { createServer, Socket } from 'node:net';
+import { delimiter, join } from 'node:path';
+import type { Context } from 'mocha';
+import { stopChild } from './processes';
+
+/** A private redis-server on a loopback port, for one test file. */
+export interface RedisServer {
+  readonly port: number;
+  readonly url: string;
+  /** Stops the server (its data is gone: nothing is persisted). */
+  stop(): Promise<void>;
+  /** Starts it again on the same port. */
+  restart(): Promise<void>;
+}
+
+const READY_TIMEOUT_MS = 10_000;
+
+/** `REDIS_SERVER_BIN` if set, else `redis-server` on PATH or at Debian's path; undefined when none exists. */
+export function findRedisServer(): string | undefined {
+  const override = process.env.REDIS_SERVER_BIN;
+  const candidates =
+    override !== undefined && override !== ''
+      ? [override]
+      : [...(process.env.PATH ?? '').split(delimiter).map((dir) => join(dir, 'redis-server')), '/usr/bin/redis-server'];
+  return candidates.find((path) => isExecutable(path));
+}
+
+function isExecutable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Starts a private Redis for a suite, or marks the suite pending when the binary is missing, with
+ * the reason on stderr. With REQUIRE_REDIS=1 (CI) a missing binary fails instead.
+ */
+export async function startRedisOrSkip(context: Context): Promise<RedisServer> {
+  const binary = findRedisServer();
+  if (binary === undefined) {
+    const reason = 'redis-server not found (install Debian package redis-server or set REDIS_SERVER_BIN)';
+    if (process.env.REQUIRE_REDIS === '1') throw new Error(`REQUIRE_REDIS=1 but ${reason}`);
+    console.warn(`      pending: ${reason}`);
+    context.skip();
+  }
+  return startRedisServer(binary!);
+}
+
+/** Starts redis-server on `port` or a free loopback port and resolves once it answers PING. */
+export async function startRedisServer(binary: string, port?: number): Promise<RedisServer> {
+  let lastError: unknown;
+  // The free port is found by binding and releasing it; another process could take it meanwhile.
+  for (let attempt = 0; attempt < (port === undefined ? 3 : 1); attempt += 1) {
+    const listenPort = port ?? (await freePort());
+    try {
+      let child = await launch(binary, listenPort);
+      return {
+        port: listenPort,
+        url: `redis://127.0.0.1:${listenPort}`,
+        stop: () => stopChild(child),
+        async restart() {
+          await stopChild(child);
+          child = await launch(binary, listenPort);
+        },
+      };
+    } catch (error) {
+      lastError = error;
+    }
+  }
+  throw lastError;
+}
+
+async function launch(binary: string, port: number): Promise<ChildProcess> {
+  const child = spawn(
+    binary,
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => fail(new Error(`redis-server not ready in ${READY_TIMEOUT_MS} ms:\n${output}`)), READY_TIMEOUT_MS);
+    const onExit = (code: number | null): void => fail(new Error(`redis-server exited (${code}):\n${output}`));
+    function fail(error: Error): void {
+      clearTimeout(timer);
+      child.kill('SIGKILL');
+      reject(error);
+    }
+    child.once('exit', onExit);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      if (!output.includes('Ready to accept connections')) return;
+      child.stdout!.removeAllListeners('data');
+      child.stdout!.resume();
+      clearTimeout(timer);
+      child.off('exit', onExit);
+      resolve();
+    });
+  });
+  child.stderr!.resume();
+  await ping(port);
+  return child;
+}
+
+function ping(port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const socket = new Socket();
+    socket.setTimeout(2000, () => socket.destroy(new Error('PING timed out')));
+    socket.once('error', reject);
+    socket.connect(port, '127.0.0.1', () => socket.write('PING\r\n'));
+    socket.once('data', (data) => {
+      socket.end();
+      if (data.toString().startsWith('+PONG')) resolve();
+      else reject(new Error(`unexpected PING reply: ${data.toString()}`));
+    });
+  });
+}
+
+/** A TCP port that was free on 127.0.0.1 a moment ago. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Commands Redis has executed, from INFO commandstats, not counting INFO itself. */
+export async function commandCalls(client: { info(section: string): Promise<string> }): Promise<Map<string, number>> {
+  const calls = new Map<string, number>();
+  for (const match of (await client.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    if (match[1] !== 'info') calls.set(match[1]!, Number(match[2]));
+  }
+  return calls;
+}
+
+/** Total of {@link commandCalls}. */
+export async function totalCommandCalls(client: { info(section: string): Promise<string> }): Promise<number> {
+  let total = 0;
+  for (const count of (await commandCalls(client)).values()) total += count;
+  return total;
+}
