@@ -78,8 +78,8 @@ const method = fc.oneof(
 const header = fc.tuple(fc.stringMatching(/^[A-Za-z][A-Za-z0-9-]{0,20}$/), fc.stringMatching(/^[\x20-\x7e]{0,60}$/));
 const authorization = fc.option(
   fc.oneof(
-    fc.constant(`Bearer ${TEST_KEYS.pro}`),
-    fc.constant(`bearer ${TEST_KEYS.pro}`),
+    fc.constant(`Bearer ${TEST_KEYS.enterprise}`),
+    fc.constant(`bearer ${TEST_KEYS.enterprise}`),
     fc.stringMatching(/^[\x20-\x7e]{0,80}$/),
   ),
 );
@@ -130,7 +130,7 @@ describe('gateway under random requests (fast-check)', function () {
       { numRuns: 3000 },
     );
 
-    const headers = { authorization: `Bearer ${TEST_KEYS.pro}`, 'content-type': 'application/json' };
+    const headers = { authorization: `Bearer ${TEST_KEYS.enterprise}`, 'content-type': 'application/json' };
     const created = await fetch(`${stack.baseUrl}/v1/pets`, { method: 'POST', headers, body: '{"name":"after","categoryId":1}' });
     expect(created.status).to.equal(201);
     const listed = await fetch(`${stack.baseUrl}/v1/pets?limit=100`, { headers });

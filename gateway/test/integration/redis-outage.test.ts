@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { Redis } from 'ioredis';
 import { findRedisServer, freePort, type RedisServer, startRedisOrSkip, startRedisServer } from '../support/redis-server';
 import { burstWithinOneMinute, replicaSecret, type ReplicaSet, startReplicaSet } from '../support/replica-set';
-import type { ServiceProcess } from '../support/processes';
+import type { ServiceProcess } from '../support/service-process';
 
 const FALLBACK = /Redis unavailable, counting in memory/;
 const RECOVERY = /Redis is back/;

@@ -3,7 +3,7 @@ import { accessSync, constants } from 'node:fs';
 import { createServer, Socket } from 'node:net';
 import { delimiter, join } from 'node:path';
 import type { Context } from 'mocha';
-import { stopChild } from './processes';
+import { stopChild } from './service-process';
 
 /** A private redis-server on a loopback port, for one test file. */
 export interface RedisServer {
@@ -62,7 +62,9 @@ export async function startRedisServer(binary: string, port?: number): Promise<R
       return {
         port: listenPort,
         url: `redis://127.0.0.1:${listenPort}`,
-        stop: () => stopChild(child),
+        stop: async () => {
+          await stopChild(child);
+        },
         async restart() {
           await stopChild(child);
           child = await launch(binary, listenPort);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { sha256Hex } from '../../src/api-keys';
 import type { Limits, PlanName } from '../../src/plans';
-import { type ServiceProcess, startGatewayProcess, startPetServiceProcess } from './processes';
+import { type ServiceProcess, startService } from './service-process';
 
 export interface ReplicaKey {
   readonly id: string;
@@ -29,11 +29,11 @@ export async function startReplicaSet(count: number, keys: readonly ReplicaKey[]
   const dir = mkdtempSync(join(tmpdir(), 'gateway-replicas-'));
   const keysFile = join(dir, 'keys.yaml');
   writeFileSync(keysFile, stringify({ keys: keys.map((key) => ({ ...key, sha256: sha256Hex(replicaSecret(key.id)) })) }));
-  const petService = await startPetServiceProcess();
+  const petService = await startService('pet-service');
   const gateways: ServiceProcess[] = [];
   const urls: string[] = [];
   const addGateway = async (extra: NodeJS.ProcessEnv = {}): Promise<ServiceProcess> => {
-    const gateway = await startGatewayProcess({
+    const gateway = await startService('gateway', {
       API_KEYS_FILE: keysFile,
       PET_SERVICE_ADDR: `127.0.0.1:${petService.port}`,
       ...env,

@@ -4,7 +4,11 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
 const ROOT = join(__dirname, '..', '..', '..');
-const ENTRY = { gateway: 'gateway/src/main.ts', 'pet-service': 'pet-service/src/main.ts' } as const;
+const ENTRY = {
+  gateway: 'gateway/src/main.ts',
+  'pet-service': 'pet-service/src/main.ts',
+  'bare-server': 'bench/bare-server.ts',
+} as const;
 
 /** One JSON log line as a service printed it. */
 export type LogLine = Record<string, unknown>;
@@ -14,6 +18,10 @@ export interface ServiceProcess {
   readonly child: ChildProcess;
   readonly port: number;
   readonly adminPort: number;
+  /** The line that announced it was listening. */
+  readonly listening: LogLine;
+  /** Every stdout line so far: raw, and parsed. */
+  readonly lines: string[];
   readonly logs: LogLine[];
   /** Resolves with the first log line (already printed or still to come) that matches. */
   waitForLog(matches: (line: LogLine) => boolean, timeoutMs?: number): Promise<LogLine>;
@@ -32,11 +40,13 @@ export async function startService(name: keyof typeof ENTRY, env: NodeJS.Process
     env: { ...process.env, PORT: '0', PET_SERVICE_PORT: '0', ADMIN_PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  const lines: string[] = [];
   const logs: LogLine[] = [];
   const waiters = new Set<{ matches: (line: LogLine) => boolean; resolve: (line: LogLine) => void }>();
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   createInterface({ input: child.stdout! }).on('line', (text) => {
+    lines.push(text);
     let line: LogLine;
     try {
       line = JSON.parse(text) as LogLine;
@@ -52,6 +62,7 @@ export async function startService(name: keyof typeof ENTRY, env: NodeJS.Process
     }
   });
   const exited = once(child, 'exit');
+  exited.catch(() => undefined);
 
   const waitForLog = (matches: (line: LogLine) => boolean, timeoutMs = 15_000): Promise<LogLine> => {
     const found = logs.find(matches);
@@ -82,13 +93,19 @@ export async function startService(name: keyof typeof ENTRY, env: NodeJS.Process
     child,
     port: Number(listening.port),
     adminPort: Number(listening.adminPort),
+    listening,
+    lines,
     logs,
     waitForLog,
-    async stop(signal = 'SIGTERM') {
-      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
-      child.kill(signal);
-      const [code] = (await exited) as [number | null];
-      return code;
-    },
+    stop: (signal) => stopChild(child, signal),
   };
+}
+
+/** Sends `signal` (default SIGTERM) and resolves with the exit code once the child has exited. */
+export async function stopChild(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+  const exited = once(child, 'exit');
+  child.kill(signal);
+  const [code] = (await exited) as [number | null];
+  return code;
 }

@@ -7,8 +7,8 @@ import { createApp } from '../../src/app';
 import { listen } from '../../src/http-server';
 import { createPetClient, type PetClient } from '../../src/pet-client';
 
-/** Secrets of the keys every test stack knows, by plan. */
-export const TEST_KEYS = { free: 'test-free-secret', pro: 'test-pro-secret' } as const;
+/** Secrets of the keys every test stack knows, by plan; `enterprise` has limits no test reaches. */
+export const TEST_KEYS = { free: 'test-free-secret', pro: 'test-pro-secret', enterprise: 'test-enterprise-secret' } as const;
 
 export interface TestStack {
   readonly baseUrl: string;
@@ -38,7 +38,12 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     timeoutMs: options.petClientTimeoutMs ?? 2000,
   });
   const apiKeys = ApiKeyStore.fromDocument({
-    keys: Object.entries(TEST_KEYS).map(([plan, secret]) => ({ id: `test-${plan}`, sha256: sha256Hex(secret), plan })),
+    keys: Object.entries(TEST_KEYS).map(([plan, secret]) => ({
+      id: `test-${plan}`,
+      sha256: sha256Hex(secret),
+      plan,
+      limits: plan === 'enterprise' ? { perMinute: 1e9, perDay: 1e9 } : undefined,
+    })),
   });
   let now = Date.now();
   const app = createApp({ petClient, apiKeys, now: () => now });
