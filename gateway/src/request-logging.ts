@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Request, RequestHandler } from 'express';
-import type { Logger } from 'pino';
+import { type Logger, stdSerializers } from 'pino';
 import { pinoHttp } from 'pino-http';
 
 const SANE_REQUEST_ID = /^[A-Za-z0-9._~:+/=-]{1,128}$/;
@@ -39,6 +39,11 @@ export function createRequestLogging(logger: Logger): RequestHandler {
   return pinoHttp({
     logger,
     genReqId: assignRequestId,
+    // pino-http builds a child logger bound to the serialised request on every request, even when
+    // quiet; the line above carries what is needed, so serialising (and redacting) the request,
+    // about a tenth of the gateway's CPU per request, buys nothing.
+    wrapSerializers: false,
+    serializers: { req: omit, res: omit, err: stdSerializers.err },
     quietReqLogger: true,
     quietResLogger: true,
     customAttributeKeys: { reqId: 'requestId', responseTime: 'duration' },
@@ -48,4 +53,8 @@ export function createRequestLogging(logger: Logger): RequestHandler {
     customSuccessMessage: () => 'request',
     customErrorMessage: () => 'request failed',
   }) as unknown as RequestHandler;
+}
+
+function omit(): undefined {
+  return undefined;
 }

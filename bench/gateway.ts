@@ -1,0 +1,188 @@
+/**
+ * `npm run bench`: the full gateway path against a bare express 5 server, side by side in one run.
+ *
+ * Every figure is a ratio of medians over alternating rounds (A B A B ...) after a warm-up, with
+ * the same connections, duration and pipelining 1 on both sides, so drift in the machine's speed
+ * falls on both alike. Servers and the load generator (autocannon, in this process) each run in
+ * their own process.
+ */
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { credentials } from '@grpc/grpc-js';
+import { PetServiceClient } from '@petstore/proto';
+import autocannon from 'autocannon';
+import { sha256Hex } from '../gateway/src/api-keys';
+import { startService, type ServiceProcess } from '../gateway/test/support/service-process';
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ROUND_SECONDS = Number(process.env.BENCH_ROUND_SECONDS ?? 5);
+const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
+const SOAK_SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 60);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
+const SEED_PETS = 10_000;
+const READ_PATH = '/v1/pets?limit=20';
+const NEW_PET = '{"name":"Bench","categoryId":42,"status":"pending"}';
+const SECRETS = { bench: 'bench-unlimited-secret', limited: 'bench-limited-secret' };
+
+interface Figures {
+  rps: number;
+  p50: number;
+  p99: number;
+}
+
+interface Target {
+  url: string;
+  method?: 'GET' | 'POST';
+  secret?: string;
+  body?: string;
+  expect: number;
+}
+
+const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+async function load(target: Target, seconds: number): Promise<Figures> {
+  const result = await autocannon({
+    url: target.url,
+    method: target.method ?? 'GET',
+    connections: CONNECTIONS,
+    pipelining: 1,
+    duration: seconds,
+    body: target.body,
+    headers: {
+      ...(target.secret === undefined ? {} : { authorization: `Bearer ${target.secret}` }),
+      ...(target.body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+  });
+  const expected = result.statusCodeStats?.[String(target.expect) as '200']?.count ?? 0;
+  if (result.errors > 0 || expected !== result.requests.total) {
+    throw new Error(`${target.method ?? 'GET'} ${target.url}: ${result.errors} errors, ${expected}/${result.requests.total} were ${target.expect}`);
+  }
+  return { rps: result.requests.total / result.duration, p50: result.latency.p50, p99: result.latency.p99 };
+}
+
+/** Alternating rounds of `a` and `b` after a warm-up of each; the medians of each side. */
+async function compare(name: string, a: Target, b: Target): Promise<{ a: Figures; b: Figures }> {
+  await load(a, WARMUP_SECONDS);
+  await load(b, WARMUP_SECONDS);
+  const runs: { a: Figures[]; b: Figures[] } = { a: [], b: [] };
+  for (let round = 0; round < ROUNDS; round += 1) {
+    runs.a.push(await load(a, ROUND_SECONDS));
+    runs.b.push(await load(b, ROUND_SECONDS));
+  }
+  const summarise = (figures: Figures[]): Figures => ({
+    rps: median(figures.map((f) => f.rps)),
+    p50: median(figures.map((f) => f.p50)),
+    p99: median(figures.map((f) => f.p99)),
+  });
+  const result = { a: summarise(runs.a), b: summarise(runs.b) };
+  const show = (label: string, f: Figures) => `${label} ${f.rps.toFixed(0)} req/s, p50 ${f.p50} ms, p99 ${f.p99} ms`;
+  console.log(`${name}: ${show('gateway', result.a)} | ${show('bare', result.b)}`);
+  return result;
+}
+
+function memory(pid: number): { rssMb: number; peakMb: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+  return { rssMb: kb('VmRSS') / 1024, peakMb: kb('VmHWM') / 1024 };
+}
+
+async function seed(port: number): Promise<void> {
+  const client = new PetServiceClient(`127.0.0.1:${port}`, credentials.createInsecure());
+  const create = (index: number) =>
+    new Promise<void>((resolve, reject) =>
+      client.createPet({ name: `pet-${index}`, categoryId: String(1 + (index % 50)), status: 1 + (index % 3) }, (error) =>
+        error ? reject(error) : resolve(),
+      ),
+    );
+  for (let start = 0; start < SEED_PETS; start += 100) {
+    await Promise.all(Array.from({ length: 100 }, (_, offset) => create(start + offset)));
+  }
+  client.close();
+}
+
+async function main(): Promise<void> {
+  const cpu = cpus();
+  console.log(`cores: ${cpu.length} (${cpu[0]?.model ?? 'unknown'}), node ${process.version}`);
+  console.log(`${CONNECTIONS} connections, pipelining 1, ${ROUNDS} alternating rounds of ${ROUND_SECONDS} s after ${WARMUP_SECONDS} s warm-up`);
+
+  const dir = mkdtempSync(join(tmpdir(), 'bench-'));
+  const keysFile = join(dir, 'keys.json');
+  writeFileSync(
+    keysFile,
+    JSON.stringify({
+      keys: [
+        { id: 'bench', sha256: sha256Hex(SECRETS.bench), plan: 'enterprise', limits: { perMinute: 1e9, perDay: 1e9 } },
+        { id: 'limited', sha256: sha256Hex(SECRETS.limited), plan: 'free', limits: { perMinute: 1, perDay: 1 } },
+      ],
+    }),
+  );
+
+  const processes: ServiceProcess[] = [];
+  try {
+    const petService = await startService('pet-service', { LOG_LEVEL: 'info' });
+    processes.push(petService);
+    await seed(petService.port);
+    const gateway = await startService('gateway', {
+      PET_SERVICE_ADDR: `127.0.0.1:${petService.port}`,
+      API_KEYS_FILE: keysFile,
+      BAN_THRESHOLD: '1000000000',
+      LOG_LEVEL: 'info',
+    });
+    processes.push(gateway);
+    const gatewayUrl = `http://127.0.0.1:${gateway.port}`;
+
+    const listResponse = await fetch(`${gatewayUrl}${READ_PATH}`, { headers: { authorization: `Bearer ${SECRETS.bench}` } });
+    writeFileSync(join(dir, 'list.json'), await listResponse.text());
+    const created = await fetch(`${gatewayUrl}/v1/pets`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${SECRETS.bench}`, 'content-type': 'application/json' },
+      body: NEW_PET,
+    });
+    writeFileSync(join(dir, 'created.json'), await created.text());
+    const bare = await startService('bare-server', {
+      BARE_LIST_BODY_FILE: join(dir, 'list.json'),
+      BARE_CREATED_BODY_FILE: join(dir, 'created.json'),
+    });
+    processes.push(bare);
+    const bareUrl = `http://127.0.0.1:${bare.port}`;
+    await fetch(`${gatewayUrl}${READ_PATH}`, { headers: { authorization: `Bearer ${SECRETS.limited}` } });
+
+    const gatewayRead: Target = { url: `${gatewayUrl}${READ_PATH}`, secret: SECRETS.bench, expect: 200 };
+    const bareRead: Target = { url: `${bareUrl}${READ_PATH}`, expect: 200 };
+
+    // Leak check first, while the store holds a fixed 10,000 pets: reads allocate nothing that lasts.
+    await load(gatewayRead, WARMUP_SECONDS);
+    const afterWarmup = { gateway: memory(gateway.child.pid!), petService: memory(petService.child.pid!) };
+    await load(gatewayRead, SOAK_SECONDS);
+    const afterSoak = { gateway: memory(gateway.child.pid!), petService: memory(petService.child.pid!) };
+
+    const read = await compare('read   GET /v1/pets?limit=20', gatewayRead, bareRead);
+    const peak = { gateway: memory(gateway.child.pid!).peakMb, petService: memory(petService.child.pid!).peakMb };
+    const write = await compare(
+      'write  POST /v1/pets',
+      { url: `${gatewayUrl}/v1/pets`, method: 'POST', secret: SECRETS.bench, body: NEW_PET, expect: 201 },
+      { url: `${bareUrl}/v1/pets`, method: 'POST', body: NEW_PET, expect: 201 },
+    );
+    const reject = await compare('reject GET over the limit (429)', { ...gatewayRead, secret: SECRETS.limited, expect: 429 }, bareRead);
+
+    const growth = (name: 'gateway' | 'petService') => (afterSoak[name].rssMb / afterWarmup[name].rssMb - 1) * 100;
+    console.log('');
+    console.log(`read ratio       ${(read.a.rps / read.b.rps).toFixed(2)}  (target >= 0.5)`);
+    console.log(`write ratio      ${(write.a.rps / write.b.rps).toFixed(2)}  (target >= 0.4)`);
+    console.log(`rejection ratio  ${(reject.a.rps / read.b.rps).toFixed(2)}  (target >= 0.8; 429s per second / bare read per second)`);
+    console.log(`peak RSS during reads: gateway ${peak.gateway.toFixed(0)} MB, pet service ${peak.petService.toFixed(0)} MB (target < 150 MB each)`);
+    for (const name of ['gateway', 'petService'] as const) {
+      console.log(
+        `RSS ${name}: ${afterWarmup[name].rssMb.toFixed(1)} MB after warm-up, ${afterSoak[name].rssMb.toFixed(1)} MB after a ${SOAK_SECONDS} s soak: ${growth(name) >= 0 ? '+' : ''}${growth(name).toFixed(1)}% (target <= 10%)`,
+      );
+    }
+  } finally {
+    await Promise.all(processes.map((service) => service.stop()));
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
