@@ -1,26 +1,47 @@
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 
 const ROOT = join(__dirname, '..', '..', '..');
 
-describe('gateway startup with a bad rate-limit setting', () => {
-  for (const [name, value] of [
-    ['BAN_THRESHOLD', 'ten'],
-    ['REDIS_URL', 'http://localhost:6379'],
-    ['TRUST_PROXY', 'the-ingress'],
-  ]) {
-    it(`exits 1 with one line naming ${name}`, function () {
-      this.timeout(20_000);
-      const result = spawnSync(join(ROOT, 'node_modules', '.bin', 'tsx'), [join(ROOT, 'gateway', 'src', 'main.ts')], {
-        env: { ...process.env, PORT: '0', ADMIN_PORT: '0', [name!]: value },
-        encoding: 'utf8',
-        timeout: 15_000,
-      });
-      expect(result.status).to.equal(1);
+function badKeysFile(): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'bad-keys-')), 'keys.yaml');
+  writeFileSync(file, `keys:\n  - id: acme\n    sha256: ${'a'.repeat(64)}\n    plan: platinum\n`);
+  return file;
+}
+
+function start(service: 'gateway' | 'pet-service', env: NodeJS.ProcessEnv) {
+  return spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, service, 'src', 'main.ts')], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: '0', PET_SERVICE_PORT: '0', ADMIN_PORT: '0', ...env },
+    encoding: 'utf8',
+    timeout: 15_000,
+  });
+}
+
+describe('startup with bad configuration: one line naming the setting, exit 1', function () {
+  this.timeout(20_000);
+  const cases: Array<['gateway' | 'pet-service', string, string, RegExp]> = [
+    ['gateway', 'PORT', 'http', /^invalid configuration: PORT: /],
+    ['gateway', 'PET_SERVICE_TIMEOUT_MS', '-1', /^invalid configuration: PET_SERVICE_TIMEOUT_MS: /],
+    ['gateway', 'LOG_LEVEL', 'loud', /^invalid configuration: LOG_LEVEL: /],
+    ['gateway', 'BAN_THRESHOLD', 'ten', /^invalid configuration: BAN_THRESHOLD: /],
+    ['gateway', 'REDIS_URL', 'http://localhost:6379', /^invalid configuration: REDIS_URL: /],
+    ['gateway', 'TRUST_PROXY', 'the-ingress', /^invalid configuration: TRUST_PROXY: /],
+    ['gateway', 'API_KEYS_FILE', '/nonexistent/keys.yaml', /^API_KEYS_FILE \/nonexistent\/keys\.yaml: /],
+    ['gateway', 'API_KEYS_FILE', badKeysFile(), /key "acme": plan must be one of/],
+    ['pet-service', 'PET_SERVICE_PORT', '99999', /^invalid configuration: PET_SERVICE_PORT: /],
+    ['pet-service', 'MONGODB_TIMEOUT_MS', '0', /^invalid configuration: MONGODB_TIMEOUT_MS: /],
+  ];
+  for (const [service, name, value, message] of cases) {
+    it(`${service}: ${name}=${value}`, () => {
+      const result = start(service, { [name]: value });
+      expect(result.status, result.stderr).to.equal(1);
       const lines = result.stderr.trim().split('\n');
       expect(lines, result.stderr).to.have.length(1);
-      expect(lines[0]).to.match(new RegExp(`^invalid configuration: ${name}: `));
+      expect(lines[0]).to.match(message);
     });
   }
 });
