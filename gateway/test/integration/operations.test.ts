@@ -75,7 +75,8 @@ describe('operations: real pet-service and gateway processes', function () {
       expect(metrics).to.match(/http_request_duration_seconds_bucket\{le="[^"]+",route="\/v1\/pets",method="GET",status="200"\}/);
       expect(metrics).to.match(/grpc_client_handled_total\{method="ListPets",code="OK"\} \d+/);
       expect(metrics).to.include('grpc_client_handling_seconds_bucket');
-      expect(metrics).to.include('rate_limiter_fallback');
+      expect(metrics).to.match(/rate_limit_decisions_total\{plan="free",outcome="allowed"\} \d+/);
+      expect(metrics).to.match(/rate_limiter_fallback 0/);
       expect(metrics).to.include('process_resident_memory_bytes');
     });
 

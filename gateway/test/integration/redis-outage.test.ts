@@ -63,6 +63,11 @@ async function logged(gateway: ServiceProcess, pattern: RegExp, timeoutMs = 15_0
 
 const count = (gateway: ServiceProcess, pattern: RegExp): number => gateway.lines.filter((line) => pattern.test(line)).length;
 
+async function fallbackGauge(gateway: ServiceProcess): Promise<string | undefined> {
+  const metrics = await (await fetch(`http://127.0.0.1:${gateway.adminPort}/metrics`)).text();
+  return /^rate_limiter_fallback (\d+)$/m.exec(metrics)?.[1];
+}
+
 describe('Redis outage while traffic flows', function () {
   this.timeout(90_000);
   let redis: RedisServer;
@@ -91,10 +96,17 @@ describe('Redis outage while traffic flows', function () {
       await redis.stop();
       for (const gateway of replicas.gateways) await logged(gateway, FALLBACK);
       await traffic.waitFor(300);
+      for (const gateway of replicas.gateways) {
+        expect(await fallbackGauge(gateway), 'rate_limiter_fallback during the outage').to.equal('1');
+        const ready = (await (await fetch(`http://127.0.0.1:${gateway.adminPort}/readyz`)).json()) as Record<string, unknown>;
+        expect(ready, 'a Redis outage is reported but does not fail readiness').to.deep.include({ status: 'ready' });
+        expect((ready.checks as Record<string, string>).redis).to.match(/^degraded/);
+      }
 
       await redis.restart();
       for (const gateway of replicas.gateways) await logged(gateway, RECOVERY);
       await traffic.waitFor(100);
+      for (const gateway of replicas.gateways) expect(await fallbackGauge(gateway)).to.equal('0');
     } finally {
       await traffic.stop();
     }
