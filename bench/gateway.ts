@@ -19,6 +19,16 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const ROUND_SECONDS = Number(process.env.BENCH_ROUND_SECONDS ?? 5);
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 const SOAK_SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 60);
+const SOAK_WARMUP_SECONDS = Number(process.env.BENCH_SOAK_WARMUP_SECONDS ?? 10);
+/**
+ * The services run as in production: their builds (`npm run build`), with the heap sized for a
+ * container (README, Operations). Live heap after a full GC is under 20 MB in both; without a
+ * ceiling V8 lets garbage pile up to ~80 MB between major collections.
+ */
+const RUNTIME = {
+  gateway: { compiled: true, nodeFlags: ['--max-semi-space-size=4', '--max-old-space-size=64'] },
+  petService: { compiled: true, nodeFlags: ['--max-semi-space-size=4', '--max-old-space-size=128'] },
+};
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const SEED_PETS = 10_000;
 const READ_PATH = '/v1/pets?limit=20';
@@ -105,6 +115,7 @@ async function main(): Promise<void> {
   const cpu = cpus();
   console.log(`cores: ${cpu.length} (${cpu[0]?.model ?? 'unknown'}), node ${process.version}`);
   console.log(`${CONNECTIONS} connections, pipelining 1, ${ROUNDS} alternating rounds of ${ROUND_SECONDS} s after ${WARMUP_SECONDS} s warm-up`);
+  console.log(`gateway: node ${RUNTIME.gateway.nodeFlags.join(' ')} gateway/dist/main.js; pet service: node ${RUNTIME.petService.nodeFlags.join(' ')} pet-service/dist/main.js`);
 
   const dir = mkdtempSync(join(tmpdir(), 'bench-'));
   const keysFile = join(dir, 'keys.json');
@@ -120,7 +131,7 @@ async function main(): Promise<void> {
 
   const processes: ServiceProcess[] = [];
   try {
-    const petService = await startService('pet-service', { LOG_LEVEL: 'info' });
+    const petService = await startService('pet-service', { LOG_LEVEL: 'info' }, RUNTIME.petService);
     processes.push(petService);
     await seed(petService.port);
     const gateway = await startService('gateway', {
@@ -128,7 +139,7 @@ async function main(): Promise<void> {
       API_KEYS_FILE: keysFile,
       BAN_THRESHOLD: '1000000000',
       LOG_LEVEL: 'info',
-    });
+    }, RUNTIME.gateway);
     processes.push(gateway);
     const gatewayUrl = `http://127.0.0.1:${gateway.port}`;
 
@@ -152,7 +163,7 @@ async function main(): Promise<void> {
     const bareRead: Target = { url: `${bareUrl}${READ_PATH}`, expect: 200 };
 
     // Leak check first, while the store holds a fixed 10,000 pets: reads allocate nothing that lasts.
-    await load(gatewayRead, WARMUP_SECONDS);
+    await load(gatewayRead, SOAK_WARMUP_SECONDS);
     const afterWarmup = { gateway: memory(gateway.child.pid!), petService: memory(petService.child.pid!) };
     await load(gatewayRead, SOAK_SECONDS);
     const afterSoak = { gateway: memory(gateway.child.pid!), petService: memory(petService.child.pid!) };

@@ -4,9 +4,12 @@
  */
 export * from './gen/petstore/v1/pet_service';
 
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
-/** Directory holding the .proto sources, for runtime loaders such as server reflection. */
-export const PROTO_ROOT = __dirname;
+/**
+ * Directory holding the .proto sources, for runtime loaders such as server reflection. Resolved
+ * through the package, so it holds when this module is bundled into a service.
+ */
+export const PROTO_ROOT = dirname(require.resolve('@petstore/proto/package.json'));
 /** The service's .proto file, relative to {@link PROTO_ROOT}. */
 export const PET_SERVICE_PROTO = join('petstore', 'v1', 'pet_service.proto');

@@ -23,19 +23,26 @@ export type ErrorCode = (typeof ERROR_CODES)[number];
 
 /**
  * The gateway's one error type. Everything thrown on a request path becomes one of these via
- * {@link ApiError.from} and is rendered as the specification's Error body `{code, message, status}`.
- * `message` is shown to clients, so it never carries internals.
+ * `toApiError` (error-handler.ts) and is rendered as the specification's Error body
+ * `{code, message, status}`. `message` is shown to clients, so it never carries internals.
  */
 export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: ErrorCode,
-    message: string,
-    /** Extra response headers, such as `Allow` or `WWW-Authenticate`. */
-    readonly headers: Readonly<Record<string, string>> = {},
-  ) {
+  readonly status: number;
+  readonly code: ErrorCode;
+  /** Extra response headers, such as `Allow` or `WWW-Authenticate`. */
+  readonly headers: Readonly<Record<string, string>>;
+
+  constructor(status: number, code: ErrorCode, message: string, headers: Readonly<Record<string, string>> = {}) {
+    // An ApiError is an expected outcome, not a bug, and its stack is never shown or logged:
+    // skipping the capture, the dearest part of making an Error, keeps floods of 429s cheap.
+    const stackTraceLimit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(message);
+    Error.stackTraceLimit = stackTraceLimit;
     this.name = 'ApiError';
+    this.status = status;
+    this.code = code;
+    this.headers = headers;
   }
 
   static invalid(field: string, problem: string): ApiError {

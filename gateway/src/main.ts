@@ -7,7 +7,7 @@ import { type GatewayConfig, parseConfig } from './config';
 import { installCrashHandlers } from './crash-handlers';
 import { FallbackRateLimiter } from './fallback-rate-limiter';
 import { closeGracefully, listen } from './http-server';
-import { createLogger } from './logger';
+import { createLogger, flushThenExit } from './logger';
 import { MemoryRateLimiter } from './memory-rate-limiter';
 import { createMetrics, type GatewayMetrics } from './metrics';
 import { createPetClient } from './pet-client';
@@ -106,7 +106,7 @@ async function main({ config, apiKeys }: ReturnType<typeof loadSettings>, logger
     logger.info({ signal }, 'shutting down');
     setTimeout(() => {
       logger.error('in-flight requests outlived SHUTDOWN_TIMEOUT_MS; exiting');
-      process.exit(1);
+      flushThenExit(logger, 1);
     }, config.shutdownTimeoutMs).unref();
     closeGracefully(publicServer.server)
       .then(async () => {
@@ -114,11 +114,11 @@ async function main({ config, apiKeys }: ReturnType<typeof loadSettings>, logger
         await limiter.close();
         await closeGracefully(adminServer.server);
         logger.info('stopped');
-        process.exit(0);
+        flushThenExit(logger, 0);
       })
       .catch((error: unknown) => {
         logger.error({ err: error }, 'shutdown failed');
-        process.exit(1);
+        flushThenExit(logger, 1);
       });
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
@@ -130,5 +130,5 @@ const logger = createLogger({ level: settings.config.logLevel, pretty: settings.
 installCrashHandlers(logger);
 main(settings, logger).catch((error: unknown) => {
   logger.fatal({ err: error }, 'gateway failed to start');
-  process.exit(1);
+  flushThenExit(logger, 1);
 });

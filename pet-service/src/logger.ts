@@ -8,9 +8,18 @@ export interface LoggerOptions {
 
 /** JSON lines on stdout, one object per event. */
 export function createLogger(options: LoggerOptions): Logger {
-  return pino({
-    level: options.level,
-    base: { service: 'pet-service' },
-    transport: options.pretty ? { target: 'pino-pretty' } : undefined,
-  });
+  const settings = { level: options.level, base: { service: 'pet-service' } };
+  if (options.pretty) return pino({ ...settings, transport: { target: 'pino-pretty' } });
+  // Asynchronous and batched: a synchronous write per line was a third of the CPU a rejected
+  // request costs. Lines wait for 4 KiB of company or the 100 ms timer, whichever comes first;
+  // exits go through flushThenExit so none is lost.
+  const destination = pino.destination({ dest: 1, sync: false, minLength: 4096 });
+  setInterval(() => destination.flush(), 100).unref();
+  return pino(settings, destination);
+}
+
+/** Writes out buffered log lines, then exits; exits anyway after a second if the write hangs. */
+export function flushThenExit(logger: Logger, code: number): void {
+  setTimeout(() => process.exit(code), 1000).unref();
+  logger.flush(() => process.exit(code));
 }

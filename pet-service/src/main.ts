@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { startAdminServer } from './admin-server';
 import { parseConfig, type PetServiceConfig } from './config';
 import { installCrashHandlers } from './crash-handlers';
-import { createLogger } from './logger';
+import { createLogger, flushThenExit } from './logger';
 import { MemoryPetRepository } from './memory-pet-repository';
 import { createMetrics } from './metrics';
 import { MongoPetRepository } from './mongo-pet-repository';
@@ -44,16 +44,16 @@ async function main(config: PetServiceConfig, logger: Logger): Promise<void> {
     logger.info({ signal }, 'shutting down');
     setTimeout(() => {
       logger.error('shutdown timed out');
-      process.exit(1);
+      flushThenExit(logger, 1);
     }, config.shutdownTimeoutMs + 1000).unref();
     Promise.all([server.shutdown(), admin.close()]).then(
       () => {
         logger.info('stopped');
-        process.exit(0);
+        flushThenExit(logger, 0);
       },
       (error: unknown) => {
         logger.error({ err: error }, 'shutdown failed');
-        process.exit(1);
+        flushThenExit(logger, 1);
       },
     );
   };
@@ -66,5 +66,5 @@ const logger = createLogger({ level: config.logLevel, pretty: config.logPretty }
 installCrashHandlers(logger);
 main(config, logger).catch((error: unknown) => {
   logger.fatal({ err: error }, 'pet service failed to start');
-  process.exit(1);
+  flushThenExit(logger, 1);
 });

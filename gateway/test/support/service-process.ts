@@ -9,6 +9,17 @@ const ENTRY = {
   'pet-service': 'pet-service/src/main.ts',
   'bare-server': 'bench/bare-server.ts',
 } as const;
+/** What `npm run build` makes of each service. */
+const COMPILED: Partial<Record<keyof typeof ENTRY, string>> = {
+  gateway: 'gateway/dist/main.js',
+  'pet-service': 'pet-service/dist/main.js',
+};
+
+/** How to run a service: from source through tsx (tests), or its build with Node flags (benchmarks). */
+export interface Runtime {
+  readonly compiled?: boolean;
+  readonly nodeFlags?: readonly string[];
+}
 
 /** One JSON log line as a service printed it. */
 export type LogLine = Record<string, unknown>;
@@ -33,9 +44,18 @@ export interface ServiceProcess {
  * Starts a service on free ports (PORT=0 / PET_SERVICE_PORT=0 unless `env` says otherwise) and
  * resolves once it logs that it is listening, with the ports it logged.
  */
-export async function startService(name: keyof typeof ENTRY, env: NodeJS.ProcessEnv = {}): Promise<ServiceProcess> {
+export async function startService(
+  name: keyof typeof ENTRY,
+  env: NodeJS.ProcessEnv = {},
+  runtime: Runtime = {},
+): Promise<ServiceProcess> {
+  const compiled = runtime.compiled === true ? COMPILED[name] : undefined;
   // Node itself with the tsx loader, not the tsx CLI: one process, so a signal reaches the service.
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, ENTRY[name])], {
+  const args =
+    compiled === undefined
+      ? [...(runtime.nodeFlags ?? []), '--import', 'tsx', join(ROOT, ENTRY[name])]
+      : [...(runtime.nodeFlags ?? []), '--enable-source-maps', join(ROOT, compiled)];
+  const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', PET_SERVICE_PORT: '0', ADMIN_PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

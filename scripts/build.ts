@@ -1,0 +1,41 @@
+/**
+ * `npm run build`: bundles each service's entry points into one CommonJS file under its `dist/`,
+ * for production (`node --enable-source-maps gateway/dist/main.js`). Only the workspace's own code
+ * (and `@petstore/proto`) is bundled; every npm package stays an external `require`, resolved from
+ * node_modules at run time as usual. Running compiled JavaScript instead of tsx saves the loader's
+ * transpiler and worker thread: about 40 MB of RSS per process, and its start-up time.
+ */
+import { join } from 'node:path';
+import { build, type Plugin } from 'esbuild';
+
+const root = join(__dirname, '..');
+
+const externalPackages: Plugin = {
+  name: 'external-packages',
+  setup(builder) {
+    builder.onResolve({ filter: /^[^./]/ }, (args) =>
+      args.path.startsWith('@petstore/') ? undefined : { path: args.path, external: true },
+    );
+  },
+};
+
+const entries = {
+  'gateway/dist/main': 'gateway/src/main.ts',
+  'gateway/dist/unban-main': 'gateway/src/unban-main.ts',
+  'pet-service/dist/main': 'pet-service/src/main.ts',
+};
+
+build({
+  absWorkingDir: root,
+  entryPoints: Object.fromEntries(Object.entries(entries).map(([out, entry]) => [out, join(root, entry)])),
+  outdir: root,
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'cjs',
+  sourcemap: true,
+  logLevel: 'warning',
+  // PROTO_ROOT resolves the proto package at run time on purpose.
+  logOverride: { 'require-resolve-not-external': 'silent' },
+  plugins: [externalPackages],
+}).catch(() => process.exit(1));
