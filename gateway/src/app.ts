@@ -1,8 +1,9 @@
-import express, { type Express } from 'express';
+import type { RequestListener } from 'node:http';
+import express from 'express';
 import { stringify } from 'lossless-json';
 import pino, { type Logger } from 'pino';
 import type { ApiKeyStore } from './api-keys';
-import { createIdentify, requireApiKey } from './authenticate';
+import { requireApiKey } from './authenticate';
 import { createErrorHandler, type InternalErrorListener, notFound } from './error-handler';
 import { createHttpMetrics } from './http-metrics';
 import { MemoryRateLimiter } from './memory-rate-limiter';
@@ -10,7 +11,7 @@ import type { GatewayMetrics } from './metrics';
 import { openApiDocument } from './openapi';
 import type { PetClient } from './pet-client';
 import { createPetsRouter } from './pets-router';
-import { createRateLimit } from './rate-limit-middleware';
+import { createRateLimitEdge } from './rate-limit-edge';
 import { DEFAULT_RATE_LIMIT_SETTINGS, type RateLimitSettings } from './rate-limit-policy';
 import type { RateLimiter } from './rate-limiter';
 import { createRequestLogging } from './request-logging';
@@ -39,8 +40,11 @@ export interface AppOptions {
 
 const OPENAPI_JSON = stringify(openApiDocument)!;
 
-/** Builds the public HTTP app. It does not listen; callers do (tests on port 0). */
-export function createApp(options: AppOptions): Express {
+/**
+ * Builds the public HTTP handler: the rate-limit edge in front of the express app. It does not
+ * listen; callers do (tests on port 0).
+ */
+export function createApp(options: AppOptions): RequestListener {
   const now = options.now ?? Date.now;
   const logger = options.logger ?? pino({ level: 'silent' });
   const draining = options.draining ?? (() => false);
@@ -61,18 +65,16 @@ export function createApp(options: AppOptions): Express {
   app.get('/v1/openapi.json', (_request, response) => {
     response.type('application/json').send(OPENAPI_JSON);
   });
-  app.use(
-    '/v1',
-    createIdentify(options.apiKeys),
-    createRateLimit({
-      limiter: options.limiter ?? new MemoryRateLimiter({ now }),
-      settings: options.rateLimits ?? DEFAULT_RATE_LIMIT_SETTINGS,
-      onDecision: metrics === undefined ? undefined : (plan, outcome) => metrics.rateLimitDecisions.inc({ plan, outcome }),
-    }),
-    requireApiKey,
-  );
+  app.use('/v1', requireApiKey);
   app.use(createPetsRouter({ petClient: options.petClient, now }));
   app.use(notFound);
   app.use(createErrorHandler(options.onInternalError ?? ((error) => logger.error({ err: error }, 'internal error'))));
-  return app;
+  return createRateLimitEdge({
+    app,
+    apiKeys: options.apiKeys,
+    limiter: options.limiter ?? new MemoryRateLimiter({ now }),
+    settings: options.rateLimits ?? DEFAULT_RATE_LIMIT_SETTINGS,
+    logger,
+    metrics,
+  });
 }

@@ -11,7 +11,7 @@ export function apiKeyOf(locals: Record<string, unknown>): ApiKey {
   return locals.apiKey as ApiKey;
 }
 
-/** The key {@link createIdentify} found, if the request had a valid one. */
+/** The key the rate-limit edge identified, if the request had a valid one. */
 export function identifiedKey(locals: Record<string, unknown>): ApiKey | undefined {
   return locals.apiKey as ApiKey | undefined;
 }
@@ -19,19 +19,6 @@ export function identifiedKey(locals: Record<string, unknown>): ApiKey | undefin
 /** Reads the bearer token of a request, if it has a well-formed one. */
 export function bearerToken(header: string | undefined): string | undefined {
   return header === undefined ? undefined : BEARER.exec(header)?.[1];
-}
-
-/**
- * Looks the request's key up without rejecting anything yet, so the rate limiter can charge a
- * valid key, or the client IP when there is none, before the 401.
- */
-export function createIdentify(keys: ApiKeyStore): RequestHandler {
-  return (request, response, next) => {
-    const token = bearerToken(request.headers.authorization);
-    const key = token === undefined ? undefined : keys.find(token);
-    if (key !== undefined) response.locals.apiKey = key;
-    next();
-  };
 }
 
 /** Rejects requests without a known API key (401 with a `WWW-Authenticate` challenge). */

@@ -1,6 +1,5 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Express } from 'express';
 import { ApiError } from './api-error';
 
 const MALFORMED = new ApiError(400, 'invalid_request', 'malformed HTTP request').toJson();
@@ -15,7 +14,7 @@ export interface ListeningServer {
  * Listens with `app`. Requests that Node rejects before express sees them (malformed request
  * lines, oversized headers) still get the Error body rather than a bare connection reset.
  */
-export async function listen(app: Express, host: string, port: number): Promise<ListeningServer> {
+export async function listen(app: RequestListener, host: string, port: number): Promise<ListeningServer> {
   const server = createServer(app);
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
     if (!socket.writable) {
