@@ -1,6 +1,6 @@
 import type { RequestHandler } from 'express';
 import { ApiError } from './api-error';
-import type { ApiKey, ApiKeyStore } from './api-keys';
+import type { ApiKey } from './api-keys';
 
 // RFC 7235: the scheme is case-insensitive; RFC 6750 token68 characters only.
 const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
