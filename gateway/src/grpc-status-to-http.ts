@@ -29,6 +29,7 @@ const HTTP_FIELD_NAMES: Readonly<Record<string, string>> = {
   page_token: 'cursor',
   page_size: 'limit',
   id: 'petId',
+  'idempotency-key': 'Idempotency-Key',
 };
 
 /** Translates a gRPC error status and its details into the HTTP error a client sees. */

@@ -45,6 +45,13 @@ export const schemas = {
       status: { type: 'integer', minimum: 400, maximum: 599, description: 'The HTTP status code.' },
     },
   },
+  IdempotencyKey: {
+    type: 'string',
+    minLength: 1,
+    maxLength: 255,
+    pattern: '^[\\x21-\\x7E]+$',
+    description: '1 to 255 visible ASCII characters, chosen by the client (a UUID is typical).',
+  },
   ListQuery: {
     type: 'object',
     additionalProperties: true,
@@ -143,15 +150,32 @@ export const openApiDocument = {
       post: {
         operationId: 'createPet',
         summary: 'Add a pet.',
+        parameters: [
+          {
+            name: 'Idempotency-Key',
+            in: 'header',
+            required: false,
+            description:
+              'Makes the create safe to retry: for 24 hours, a retry with the same key and body returns the first ' +
+              "result (same id, 201) and creates nothing. Keys are scoped to the API key.",
+            schema: { $ref: '#/components/schemas/IdempotencyKey' },
+          },
+        ],
         requestBody: { required: true, ...jsonBody('NewPet') },
         responses: {
           '201': {
-            description: 'Created.',
-            headers: { Location: { schema: { type: 'string' }, description: '/v1/pets/{id}' } },
+            description: 'Created, or the first result again for a retried Idempotency-Key.',
+            headers: {
+              Location: { schema: { type: 'string' }, description: '/v1/pets/{id}' },
+              'Idempotent-Replayed': {
+                schema: { type: 'string', enum: ['true'] },
+                description: 'Present when the response replays an earlier create with the same Idempotency-Key.',
+              },
+            },
             ...jsonBody('Pet'),
           },
-          '400': error('Body is not a JSON object, or a field is missing or invalid.', ['invalid_request']),
-          '409': error('Reserved for conflicting creates.', ['conflict']),
+          '400': error('Body is not a JSON object, a field is missing or invalid, or a bad Idempotency-Key.', ['invalid_request']),
+          '409': error('The Idempotency-Key was already used with a different body.', ['conflict']),
           '413': error('Body over 64 KiB.', ['payload_too_large']),
           '415': error('Body is not application/json.', ['unsupported_media_type']),
           ...commonErrors,

@@ -22,10 +22,18 @@ export interface PetClientOptions {
   readonly metrics?: GatewayMetrics;
 }
 
+/** Response metadata by which the pet service says a create replayed an earlier one. */
+export const IDEMPOTENT_REPLAYED_METADATA = 'idempotent-replayed';
+
+/** A create's answer, and whether it replays an earlier create with the same idempotency key. */
+export interface CreatedPet extends CreatePetResponse {
+  readonly replayed: boolean;
+}
+
 /** The pet service as the gateway uses it: promise-returning calls, each with a deadline. */
 export interface PetClient {
   listPets(request: ListPetsRequest, metadata?: Metadata): Promise<ListPetsResponse>;
-  createPet(request: CreatePetRequest, metadata?: Metadata): Promise<CreatePetResponse>;
+  createPet(request: CreatePetRequest, metadata?: Metadata): Promise<CreatedPet>;
   getPet(request: GetPetRequest, metadata?: Metadata): Promise<GetPetResponse>;
   /** The underlying channel, for other clients of the same service (health checks) to share. */
   readonly channel: Channel;
@@ -37,7 +45,7 @@ type Unary<Req, Res> = (
   metadata: Metadata,
   options: { deadline: number },
   callback: (error: ServiceError | null, response: Res) => void,
-) => unknown;
+) => { on(event: 'metadata', listener: (metadata: Metadata) => void): unknown };
 
 /**
  * Reads are idempotent, so grpc-js retries them on UNAVAILABLE with backoff (within the call's
@@ -79,10 +87,10 @@ export function createPetClient(options: PetClientOptions): PetClient {
   const { metrics, timeoutMs } = options;
   const call =
     <Req, Res>(name: string, method: Unary<Req, Res>) =>
-    (request: Req, metadata: Metadata = new Metadata()): Promise<Res> =>
+    (request: Req, metadata: Metadata = new Metadata(), onMetadata?: (metadata: Metadata) => void): Promise<Res> =>
       new Promise((resolve, reject) => {
         const start = process.hrtime.bigint();
-        method.call(client, request, metadata, { deadline: Date.now() + timeoutMs }, (error, response) => {
+        const pending = method.call(client, request, metadata, { deadline: Date.now() + timeoutMs }, (error, response) => {
           if (metrics !== undefined) {
             const labels = { method: name, code: Status[error?.code ?? Status.OK]! };
             metrics.grpcClientCalls.inc(labels);
@@ -91,10 +99,19 @@ export function createPetClient(options: PetClientOptions): PetClient {
           if (error) reject(error);
           else resolve(response);
         });
+        // Initial metadata arrives before the response, so it is read before the promise settles.
+        if (onMetadata !== undefined) pending.on('metadata', onMetadata);
       });
+  const createPet = call<CreatePetRequest, CreatePetResponse>('CreatePet', client.createPet);
   return {
     listPets: call<ListPetsRequest, ListPetsResponse>('ListPets', client.listPets),
-    createPet: call<CreatePetRequest, CreatePetResponse>('CreatePet', client.createPet),
+    async createPet(request, metadata) {
+      let replayed = false;
+      const response = await createPet(request, metadata, (headers) => {
+        replayed = headers.get(IDEMPOTENT_REPLAYED_METADATA)[0] === 'true';
+      });
+      return { ...response, replayed };
+    },
     getPet: call<GetPetRequest, GetPetResponse>('GetPet', client.getPet),
     channel: client.getChannel() as Channel,
     close: () => client.close(),

@@ -1,6 +1,7 @@
 import { Metadata } from '@grpc/grpc-js';
 import { type Request, type Response, Router } from 'express';
 import { ApiError } from './api-error';
+import { apiKeyOf } from './authenticate';
 import { deprecated } from './deprecation';
 import { compileComponentSchema, describeFirstError } from './json-schema';
 import { jsonBody } from './json-body';
@@ -27,6 +28,7 @@ interface ListQuery {
 }
 
 const validateNewPet = compileComponentSchema('NewPet');
+const validateIdempotencyKey = compileComponentSchema('IdempotencyKey');
 const validateListQuery = compileComponentSchema('ListQuery');
 const LIST_PARAMETERS = ['limit', 'status', 'cursor'] as const;
 const PET_ID = /^[1-9][0-9]{0,18}$/;
@@ -57,12 +59,20 @@ export function createPetsRouter({ petClient, now }: PetsRouterOptions): Router 
       }
       if (!validateNewPet(body)) throw new ApiError(400, 'invalid_request', describeFirstError(validateNewPet.errors, 'body'));
       const pet = body as NewPetBody;
+      const metadata = requestMetadata(request);
+      const idempotencyKey = request.headers['idempotency-key'];
+      if (idempotencyKey !== undefined) {
+        if (!validateIdempotencyKey(idempotencyKey)) throw ApiError.invalid('Idempotency-Key', 'must be 1 to 255 visible ASCII characters');
+        metadata.set('idempotency-key', idempotencyKey as string);
+        metadata.set('x-caller-id', apiKeyOf(response.locals).id);
+      }
       const created = await petClient.createPet({
         name: pet.name,
         categoryId: pet.categoryId.toString(),
         status: toWireStatus(pet.status),
-      }, requestMetadata(request));
+      }, metadata);
       response.set('Location', `/v1/pets/${created.pet!.id}`);
+      if (created.replayed) response.set('Idempotent-Replayed', 'true');
       sendJson(response, 201, petToJson(created.pet!));
     })
     .all(methodNotAllowed('GET, HEAD, POST'));
@@ -87,7 +97,8 @@ function requestMetadata(request: Request): Metadata {
   return metadata;
 }
 
-function methodNotAllowed(allow: string) {
+/** Answers any method a route does not serve: 405 with `Allow`. */
+export function methodNotAllowed(allow: string) {
   return (): never => {
     throw new ApiError(405, 'method_not_allowed', `method not allowed; allowed: ${allow}`, { Allow: allow });
   };

@@ -1,5 +1,5 @@
 import type { PetServiceMetrics } from './metrics';
-import type { ListQuery, NewPetRecord, PetRecord, PetRepository } from './pet-repository';
+import type { CreateResult, IdempotencyClaim, ListQuery, NewPetRecord, PetRecord, PetRepository } from './pet-repository';
 
 /** Wraps a store so every operation is counted and timed, by outcome. */
 export class InstrumentedRepository implements PetRepository {
@@ -8,8 +8,8 @@ export class InstrumentedRepository implements PetRepository {
     private readonly metrics: PetServiceMetrics,
   ) {}
 
-  create(pet: NewPetRecord): Promise<PetRecord> {
-    return this.observe('create', () => this.inner.create(pet));
+  create(pet: NewPetRecord, idempotency?: IdempotencyClaim): Promise<CreateResult> {
+    return this.observe('create', () => this.inner.create(pet, idempotency));
   }
 
   get(id: bigint): Promise<PetRecord | undefined> {

@@ -17,6 +17,11 @@ export class PetServiceError extends Error {
     return new PetServiceError(Status.INVALID_ARGUMENT, `${field}: ${problem}`);
   }
 
+  /** The refusal every store gives for an idempotency key reused with another request. */
+  static idempotencyConflict(): PetServiceError {
+    return new PetServiceError(Status.ALREADY_EXISTS, 'idempotency-key: already used with a different request');
+  }
+
   /** Normalises anything thrown into the error a gRPC callback takes. */
   static toServiceError(error: unknown): Partial<ServiceError> {
     const known = error instanceof PetServiceError ? error : new PetServiceError(Status.INTERNAL, 'internal error');

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { PetServiceMetrics } from './metrics';
 import type { PageTokenCodec } from './page-token';
 import type { PetRecord, PetRepository } from './pet-repository';
+import { IDEMPOTENT_REPLAYED_METADATA, idempotencyClaimOf } from './idempotency';
 import { PetServiceError } from './pet-service-error';
 import { toWireStatus } from './pet-status';
 import { validateCreate, validateGet, validateList } from './pet-validation';
@@ -37,7 +38,7 @@ export interface HandlerDependencies {
 
 /** The PetService implementation: validation, then one repository call per RPC. */
 export function createPetServiceHandlers({ repository, pageTokens, logger, metrics }: HandlerDependencies): PetServiceServer {
-  const unary = <Req, Res>(method: string, handle: (request: Req) => Promise<Res>) =>
+  const unary = <Req, Res>(method: string, handle: (request: Req, call: ServerUnaryCall<Req, Res>) => Promise<Res>) =>
     (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>): void => {
       const start = process.hrtime.bigint();
       const finish = (code: Status, error?: unknown): void => {
@@ -53,7 +54,7 @@ export function createPetServiceHandlers({ repository, pageTokens, logger, metri
       const handled =
         (request as unknown) === UNDECODABLE
           ? Promise.reject(PetServiceError.invalidArgument('request', 'is not a valid protobuf message'))
-          : handle(request);
+          : handle(request, call);
       handled.then(
         (response) => {
           finish(Status.OK);
@@ -78,7 +79,12 @@ export function createPetServiceHandlers({ repository, pageTokens, logger, metri
         records.length > pageSize ? pageTokens.encode({ afterId: page[page.length - 1]!.id, status }) : '';
       return { pets: page.map(toWire), nextPageToken };
     }),
-    createPet: unary('CreatePet', async (request) => ({ pet: toWire(await repository.create(validateCreate(request))) })),
+    createPet: unary('CreatePet', async (request, call) => {
+      const pet = validateCreate(request);
+      const created = await repository.create(pet, idempotencyClaimOf(call.metadata, pet));
+      if (created.replayed) call.sendMetadata(replayedMetadata());
+      return { pet: toWire(created.pet) };
+    }),
     getPet: unary('GetPet', async (request) => {
       const id = validateGet(request);
       const record = await repository.get(id);
@@ -86,6 +92,12 @@ export function createPetServiceHandlers({ repository, pageTokens, logger, metri
       return { pet: toWire(record) };
     }),
   };
+}
+
+function replayedMetadata(): Metadata {
+  const metadata = new Metadata();
+  metadata.set(IDEMPOTENT_REPLAYED_METADATA, 'true');
+  return metadata;
 }
 
 function requestIdOf(metadata: Metadata): string | undefined {

@@ -2,7 +2,10 @@ import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { expect } from 'chai';
 import { MemoryPetRepository } from '../../../pet-service/src/memory-pet-repository';
+import { MongoPetRepository } from '../../../pet-service/src/mongo-pet-repository';
+import type { PetRepository } from '../../../pet-service/src/pet-repository';
 import { SUNSET_AT } from '../../src/deprecation';
+import { startMongoOrSkip, type MongoServer } from '../support/mongo-server';
 import { expectMatchesContract } from '../support/openapi-validator';
 import { startTestStack, TEST_KEYS, type TestStack } from '../support/test-stack';
 
@@ -17,11 +20,37 @@ interface Reply {
   body: unknown;
 }
 
-describe('gateway /v1 pets API (real gateway + real gRPC pet service)', () => {
+describe('gateway /v1 pets API (real gateway + real gRPC pet service), embedded store', () => {
+  describePetsApi(async () => new MemoryPetRepository());
+});
+
+describe('gateway /v1 pets API (real gateway + real gRPC pet service), MongoDB store', function () {
+  let server: MongoServer;
+  before(async function () {
+    server = await startMongoOrSkip(this);
+  });
+  after(async () => {
+    await server?.close();
+  });
+  describePetsApi(() => MongoPetRepository.connect({ uri: server.uri, database: server.freshDatabase(), timeoutMs: 2000 }));
+});
+
+/** The whole HTTP contract, against a fresh store from `openStore` for every test. */
+function describePetsApi(openStore: () => Promise<PetRepository>): void {
+  /** Sends bytes as they are (latin1), for what fetch refuses to send; resolves with the whole reply. */
+  const rawRequest = (bytes: string): Promise<string> =>
+    new Promise((resolve, reject) => {
+      const socket = connect(Number(new URL(stack.baseUrl).port), '127.0.0.1', () => socket.end(Buffer.from(bytes, 'latin1')));
+      let reply = '';
+      socket.on('data', (chunk: Buffer) => (reply += chunk.toString('latin1')));
+      socket.on('end', () => resolve(reply));
+      socket.on('error', reject);
+    });
+
   let stack: TestStack;
 
   beforeEach(async () => {
-    stack = await startTestStack();
+    stack = await startTestStack({ repository: await openStore() });
   });
 
   afterEach(async () => {
@@ -84,6 +113,70 @@ describe('gateway /v1 pets API (real gateway + real gRPC pet service)', () => {
       expect(document.openapi).to.equal('3.1.0');
       expect(Object.keys(document.paths)).to.deep.equal(['/pets', '/pets/{petId}']);
       expect(text).to.include(`"maximum":${INT64_MAX}`);
+    });
+  });
+
+  describe('POST /v1/pets with Idempotency-Key', () => {
+    const withKey = (key: string, secret: string = TEST_KEYS.free) => ({
+      authorization: `Bearer ${secret}`,
+      'content-type': 'application/json',
+      'idempotency-key': key,
+    });
+    const listedIds = async () => ((await call('get', '/v1/pets', { headers: AUTH })).body as Array<{ id: number }>).map((pet) => pet.id);
+
+    it('answers a retry with the first result, marked as a replay, and creates nothing', async () => {
+      const first = await create({ name: 'Rex', categoryId: 7 }, withKey('order-42'));
+      const retry = await create({ name: 'Rex', categoryId: 7 }, withKey('order-42'));
+      expect(first.status).to.equal(201);
+      expect(first.headers.get('idempotent-replayed')).to.equal(null);
+      expect(retry.status).to.equal(201);
+      expect(retry.text).to.equal(first.text);
+      expect(retry.headers.get('location')).to.equal(first.headers.get('location'));
+      expect(retry.headers.get('idempotent-replayed')).to.equal('true');
+      expect(await listedIds()).to.deep.equal([(first.body as { id: number }).id]);
+    });
+
+    it('treats an omitted status and "available" as the same request', async () => {
+      const first = await create({ name: 'Rex', categoryId: 7 }, withKey('same'));
+      const retry = await create({ name: 'Rex', categoryId: 7, status: 'available' }, withKey('same'));
+      expect(retry.text).to.equal(first.text);
+    });
+
+    it('refuses the same key with a different body: 409 conflict', async () => {
+      await create({ name: 'Rex', categoryId: 7 }, withKey('order-43'));
+      const reply = await create({ name: 'Max', categoryId: 7 }, withKey('order-43'));
+      expectError(reply, 409, 'conflict', 'Idempotency-Key');
+      expect(await listedIds()).to.have.length(1);
+    });
+
+    it('scopes keys to the API key, so two clients never share a result', async () => {
+      const mine = await create({ name: 'Rex', categoryId: 7 }, withKey('k'));
+      const theirs = await create({ name: 'Rex', categoryId: 7 }, withKey('k', TEST_KEYS.pro));
+      expect((theirs.body as { id: number }).id).to.not.equal((mine.body as { id: number }).id);
+      expect(theirs.headers.get('idempotent-replayed')).to.equal(null);
+    });
+
+    for (const [label, key] of [
+      ['empty', ''],
+      ['over 255 characters', 'k'.repeat(256)],
+      ['with a space', 'two words'],
+      ['with a non-ASCII character', 'clé'],
+    ] as const) {
+      it(`rejects a key ${label} with 400 naming Idempotency-Key`, async () => {
+        const reply = await call('post', '/v1/pets', { headers: withKey(key), body: '{"name":"a","categoryId":1}' });
+        expectError(reply, 400, 'invalid_request', 'Idempotency-Key');
+        expect(await listedIds()).to.deep.equal([]);
+      });
+    }
+
+    it('rejects a key with raw non-ASCII bytes with 400 naming Idempotency-Key', async () => {
+      const reply = await rawRequest(
+        'POST /v1/pets HTTP/1.1\r\nHost: x\r\nConnection: close\r\n' +
+          `Authorization: Bearer ${TEST_KEYS.free}\r\nContent-Type: application/json\r\nContent-Length: 27\r\n` +
+          'Idempotency-Key: \xff\xfe\r\n\r\n{"name":"a","categoryId":1}',
+      );
+      expect(reply).to.match(/^HTTP\/1\.1 400 /);
+      expect(reply).to.include('"message":"Idempotency-Key: ');
     });
   });
 
@@ -326,11 +419,11 @@ describe('gateway /v1 pets API (real gateway + real gRPC pet service)', () => {
       expect(status).to.equal(431);
     });
   });
-});
+}
 
 describe('gateway with int64 ids beyond 2^53', () => {
   it('emits ids exactly, in bodies, Location and GET paths', async () => {
-    const stack = await startTestStack({ repository: new MemoryPetRepository(9223372036854775806n) });
+    const stack = await startTestStack({ repository: new MemoryPetRepository({ lastId: 9223372036854775806n }) });
     try {
       const created = await fetch(`${stack.baseUrl}/v1/pets`, {
         method: 'POST',

@@ -1,0 +1,151 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import type { Context } from 'mocha';
+import { MongoClient } from 'mongodb';
+import { freePort } from './redis-server';
+import { stopChild } from './service-process';
+
+/**
+ * A MongoDB-wire server for one test file: `MONGODB_URI` when it is set (a real MongoDB, which
+ * the tests cannot stop), otherwise a private FerretDB v1 on a free loopback port with its SQLite
+ * handler, which the fault tests can stop and start again with its data intact.
+ */
+export interface MongoServer {
+  readonly uri: string;
+  /** What answers: `external` (MONGODB_URI) or `ferretdb`. */
+  readonly kind: 'external' | 'ferretdb';
+  /** A database name no other test uses, so counters and indexes start empty. */
+  freshDatabase(): string;
+  /** Stops the server; its data stays on disk. Only for `ferretdb`. */
+  stop(): Promise<void>;
+  /** Starts it again on the same port with the same data. Only for `ferretdb`. */
+  restart(): Promise<void>;
+  /** Stops it and removes its data. */
+  close(): Promise<void>;
+}
+
+const READY_TIMEOUT_MS = 15_000;
+
+/** `FERRETDB_BIN` if set, else `ferretdb` on PATH or where `.ci/install-ferretdb.sh` puts it. */
+export function findFerretDb(): string | undefined {
+  const override = process.env.FERRETDB_BIN;
+  const candidates =
+    override !== undefined && override !== ''
+      ? [override]
+      : [...(process.env.PATH ?? '').split(delimiter).map((dir) => join(dir, 'ferretdb')), '/usr/local/bin/ferretdb'];
+  return candidates.find((path) => {
+    try {
+      accessSync(path, constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/**
+ * Starts (or finds) a MongoDB-wire server for a suite, or marks the suite pending with the reason
+ * when there is none. With REQUIRE_MONGO=1 (CI) a missing server fails instead.
+ */
+export async function startMongoOrSkip(context: Context): Promise<MongoServer> {
+  const uri = process.env.MONGODB_URI;
+  if (uri !== undefined && uri !== '') return externalServer(uri);
+  const binary = findFerretDb();
+  if (binary === undefined) {
+    const reason = 'no MongoDB-wire server: MONGODB_URI is unset and ferretdb was not found (run .ci/install-ferretdb.sh or set FERRETDB_BIN)';
+    if (process.env.REQUIRE_MONGO === '1') throw new Error(`REQUIRE_MONGO=1 but ${reason}`);
+    console.warn(`      pending: ${reason}`);
+    context.skip();
+  }
+  return startFerretDb(binary!);
+}
+
+/** Marks the current test pending when the server cannot be stopped by the tests. */
+export function skipUnlessControllable(server: MongoServer, context: Context): void {
+  if (server.kind === 'ferretdb') return;
+  console.warn('      pending: MONGODB_URI names an external server, which these tests cannot stop and restart');
+  context.skip();
+}
+
+function freshDatabase(): string {
+  return `petstore_test_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+}
+
+function externalServer(uri: string): MongoServer {
+  const refuse = async (): Promise<void> => {
+    throw new Error('an external MongoDB (MONGODB_URI) cannot be stopped by the tests');
+  };
+  return { uri, kind: 'external', freshDatabase, stop: refuse, restart: refuse, close: async () => undefined };
+}
+
+async function startFerretDb(binary: string): Promise<MongoServer> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'petstore-ferretdb-'));
+  let lastError: unknown;
+  // The free port is found by binding and releasing it; another process could take it meanwhile.
+  for (let attempt = 0; attempt < 3; attempt += 1) {
+    const port = await freePort();
+    try {
+      let child: ChildProcess | undefined = await launch(binary, port, dataDir);
+      const uri = `mongodb://127.0.0.1:${port}`;
+      const stop = async (): Promise<void> => {
+        if (child !== undefined) await stopChild(child);
+        child = undefined;
+      };
+      return {
+        uri,
+        kind: 'ferretdb',
+        freshDatabase,
+        stop,
+        async restart() {
+          await stop();
+          child = await launch(binary, port, dataDir);
+        },
+        async close() {
+          await stop();
+          rmSync(dataDir, { recursive: true, force: true });
+        },
+      };
+    } catch (error) {
+      lastError = error;
+    }
+  }
+  rmSync(dataDir, { recursive: true, force: true });
+  throw lastError;
+}
+
+async function launch(binary: string, port: number, dataDir: string): Promise<ChildProcess> {
+  const child = spawn(
+    binary,
+    [
+      '--handler=sqlite',
+      `--sqlite-url=file:${dataDir}/`,
+      `--state-dir=${dataDir}`,
+      `--listen-addr=127.0.0.1:${port}`,
+      '--debug-addr=-',
+      '--telemetry=disable',
+      '--log-level=ERROR',
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let output = '';
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`ferretdb exited (${child.exitCode}):\n${output}`);
+    const client = new MongoClient(`mongodb://127.0.0.1:${port}`, { serverSelectionTimeoutMS: 250, connectTimeoutMS: 250 });
+    try {
+      await client.db('admin').command({ ping: 1 });
+      return child;
+    } catch (error) {
+      if (Date.now() > deadline) {
+        child.kill('SIGKILL');
+        throw new Error(`ferretdb not ready in ${READY_TIMEOUT_MS} ms: ${String(error)}\n${output}`);
+      }
+    } finally {
+      await client.close();
+    }
+  }
+}
