@@ -74,6 +74,12 @@ const SWEEP_INTERVAL_MS = 60_000;
  */
 export class MongoPetRepository implements PetRepository {
   private lastSweep = Number.NEGATIVE_INFINITY;
+  /**
+   * False while the server is known to be unreachable. Operations then fail at once instead of
+   * waiting out server selection, so a MongoDB outage is UNAVAILABLE (503) well inside the
+   * gateway's deadline rather than a timeout.
+   */
+  private reachable = true;
 
   private constructor(
     private readonly client: MongoClient,
@@ -84,16 +90,23 @@ export class MongoPetRepository implements PetRepository {
     private readonly now: () => number,
     /** False where the server has no TTL indexes: expired keys are then swept by the store. */
     private readonly ttlIndex: boolean,
-  ) {}
+  ) {
+    client.on('topologyDescriptionChanged', (event) => {
+      this.reachable = event.newDescription.hasDataBearingServers;
+    });
+  }
 
   /** Connects, and creates the indexes the queries need (idempotent: safe on every start). */
   static async connect(settings: MongoSettings): Promise<MongoPetRepository> {
     const client = new MongoClient(settings.uri, {
       useBigInt64: true,
       retryWrites: true,
-      retryReads: true,
+      // The gateway retries reads itself, within its deadline; a second wait here would outlast it.
+      retryReads: false,
       writeConcern: { w: 'majority', wtimeoutMS: settings.timeoutMs },
       serverSelectionTimeoutMS: settings.timeoutMs,
+      // How soon a fail-fast store notices that the server is back.
+      heartbeatFrequencyMS: 1000,
       connectTimeoutMS: settings.timeoutMs,
       socketTimeoutMS: settings.timeoutMs * 2,
     });
@@ -126,44 +139,38 @@ export class MongoPetRepository implements PetRepository {
   }
 
   async create(pet: NewPetRecord, idempotency?: IdempotencyClaim): Promise<CreateResult> {
-    try {
-      if (idempotency === undefined) return { pet: fromDocument(await this.insertWithNewId(pet)), replayed: false };
-      return await this.createOnce(pet, idempotency);
-    } catch (error) {
-      throw toStoreError(error);
-    }
+    return this.run(async () =>
+      idempotency === undefined
+        ? { pet: fromDocument(await this.insertWithNewId(pet)), replayed: false }
+        : this.createOnce(pet, idempotency),
+    );
   }
 
   async get(id: bigint): Promise<PetRecord | undefined> {
-    try {
+    return this.run(async () => {
       const document = await this.pets.findOne({ _id: id }, { maxTimeMS: this.maxTimeMS });
       return document === null ? undefined : fromDocument(document);
-    } catch (error) {
-      throw toStoreError(error);
-    }
+    });
   }
 
   async list(query: ListQuery): Promise<PetRecord[]> {
     const filter: Record<string, unknown> = {};
     if (query.status !== undefined) filter.status = query.status;
     if (query.afterId !== undefined) filter._id = { $gt: query.afterId };
-    try {
+    return this.run(async () => {
       const documents = await this.pets
         .find(filter, { sort: { _id: 1 }, limit: query.limit, maxTimeMS: this.maxTimeMS })
         .toArray();
       return documents.map(fromDocument);
-    } catch (error) {
-      throw toStoreError(error);
-    }
+    });
   }
 
   /** Round trip to the server, for health checks. */
   async ping(): Promise<void> {
-    try {
-      await this.client.db('admin').command({ ping: 1 }, { timeoutMS: this.maxTimeMS });
-    } catch (error) {
-      throw toStoreError(error);
-    }
+    // The health monitor's ping always asks the server: it is how a store marked unreachable
+    // learns that it is back even when the driver saw no change in the topology.
+    await this.run(() => this.client.db('admin').command({ ping: 1 }, { timeoutMS: this.maxTimeMS }), true);
+    this.reachable = true;
   }
 
   async close(): Promise<void> {
@@ -173,6 +180,22 @@ export class MongoPetRepository implements PetRepository {
   /** Whether the server expires idempotency keys itself (a TTL index). */
   get expiresKeysOnServer(): boolean {
     return this.ttlIndex;
+  }
+
+  /**
+   * Runs one store operation: at once UNAVAILABLE while the server is known to be unreachable,
+   * and an operation that finds it unreachable marks it so until the driver's heartbeat or a
+   * health ping reaches it again. Errors leave as {@link PetServiceError} where the store is at fault.
+   */
+  private async run<T>(operation: () => Promise<T>, probe = false): Promise<T> {
+    if (!this.reachable && !probe) throw new PetServiceError(Status.UNAVAILABLE, 'pet store unavailable');
+    try {
+      return await operation();
+    } catch (error) {
+      const translated = toStoreError(error);
+      if (error instanceof MongoNetworkError || error instanceof MongoServerSelectionError) this.reachable = false;
+      throw translated;
+    }
   }
 
   private async nextId(): Promise<bigint> {
@@ -307,6 +330,8 @@ function toStoreError(error: unknown): unknown {
     error instanceof MongoNetworkError ||
     error instanceof MongoServerSelectionError ||
     (error instanceof MongoServerError && UNAVAILABLE_SERVER_CODES.has(Number(error.code))) ||
+    // FerretDB reports an operation past its maxTimeMS as InternalError, not MaxTimeMSExpired.
+    (error instanceof MongoServerError && error.code === 1 && error.message.includes('context deadline exceeded')) ||
     (error instanceof MongoError && error.name.includes('Timeout'))
   ) {
     return new PetServiceError(Status.UNAVAILABLE, 'pet store unavailable');

@@ -142,7 +142,7 @@ async function launch(binary: string, port: number, dataDir: string): Promise<Ch
     } catch (error) {
       if (Date.now() > deadline) {
         child.kill('SIGKILL');
-        throw new Error(`ferretdb not ready in ${READY_TIMEOUT_MS} ms: ${String(error)}\n${output}`);
+        throw new Error(`ferretdb not ready in ${READY_TIMEOUT_MS} ms:\n${output}`, { cause: error });
       }
     } finally {
       await client.close();
