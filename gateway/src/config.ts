@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { bool, cleanEnv, EnvError, makeValidator, num, str } from 'envalid';
 import type { TrustProxy } from './app';
+import { isPinoPrettyInstalled } from './logger';
 
 /** The gateway's settings, read once at startup by `main.ts`. */
 export interface GatewayConfig {
@@ -75,8 +76,15 @@ function isAddressOrCidr(entry: string): boolean {
   return /^[0-9]+$/.test(prefix) && Number(prefix) >= 1 && Number(prefix) <= (family === 4 ? 32 : 128);
 }
 
-/** Parses and validates the environment. Throws one Error naming every bad variable. */
-export function parseConfig(env: NodeJS.ProcessEnv, defaultKeysFile: string): GatewayConfig {
+/**
+ * Parses and validates the environment. Throws one Error naming every bad variable.
+ * `prettyAvailable` says whether pino-pretty can be loaded (a seam for tests).
+ */
+export function parseConfig(
+  env: NodeJS.ProcessEnv,
+  defaultKeysFile: string,
+  prettyAvailable: () => boolean = isPinoPrettyInstalled,
+): GatewayConfig {
   const parsed = cleanEnv(
     env,
     {
@@ -105,6 +113,10 @@ export function parseConfig(env: NodeJS.ProcessEnv, defaultKeysFile: string): Ga
   );
   if (!(parsed.PET_SERVICE_TIMEOUT_MS > 0)) throw new Error('invalid configuration: PET_SERVICE_TIMEOUT_MS: must be positive');
   if (!(parsed.REDIS_STARTUP_WAIT_MS >= 0)) throw new Error('invalid configuration: REDIS_STARTUP_WAIT_MS: must not be negative');
+  if (parsed.LOG_PRETTY) {
+    if (env.NODE_ENV === 'production') throw new Error('invalid configuration: LOG_PRETTY: must be false when NODE_ENV=production');
+    if (!prettyAvailable()) throw new Error('invalid configuration: LOG_PRETTY: pino-pretty is not installed (a development dependency)');
+  }
   return Object.freeze({
     host: parsed.HOST,
     port: parsed.PORT,

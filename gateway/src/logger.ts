@@ -25,6 +25,19 @@ export function createLogger(options: LoggerOptions): Logger {
   return pino(settings, destination);
 }
 
+/**
+ * Whether LOG_PRETTY can be honoured. pino-pretty is a development dependency, absent from a
+ * production install; without this check pino throws a stack trace instead of a config error.
+ */
+export function isPinoPrettyInstalled(): boolean {
+  try {
+    require.resolve('pino-pretty');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Writes out buffered log lines, then exits; exits anyway after a second if the write hangs. */
 export function flushThenExit(logger: Logger, code: number): void {
   setTimeout(() => process.exit(code), 1000).unref();

@@ -1,4 +1,5 @@
-import { bool, cleanEnv, EnvError, makeValidator, num, str } from 'envalid';
+import { bool, cleanEnv, EnvError, makeValidator, str } from 'envalid';
+import { isPinoPrettyInstalled } from './logger';
 
 /** The pet service's settings, read once at startup by `main.ts`. */
 export interface PetServiceConfig {
@@ -22,10 +23,17 @@ const listenPort = makeValidator<number>((input) => {
   return port;
 });
 
+const positiveInteger = makeValidator<number>((input) => {
+  const value = Number(input);
+  if (!/^[0-9]+$/.test(input) || !Number.isSafeInteger(value) || value < 1) throw new EnvError('must be a positive integer');
+  return value;
+});
+
 /**
  * Parses and validates the environment. Throws one Error naming every bad variable.
+ * `prettyAvailable` says whether pino-pretty can be loaded (a seam for tests).
  */
-export function parseConfig(env: NodeJS.ProcessEnv): PetServiceConfig {
+export function parseConfig(env: NodeJS.ProcessEnv, prettyAvailable: () => boolean = isPinoPrettyInstalled): PetServiceConfig {
   const parsed = cleanEnv(
     env,
     {
@@ -33,7 +41,10 @@ export function parseConfig(env: NodeJS.ProcessEnv): PetServiceConfig {
       PET_SERVICE_PORT: listenPort({ default: 50051, desc: 'gRPC port; 0 picks a free one' }),
       MONGODB_URI: str({ default: '', desc: 'MongoDB connection string; empty selects the in-memory store' }),
       MONGODB_DB: str({ default: 'petstore', desc: 'MongoDB database name' }),
-      MONGODB_TIMEOUT_MS: num({ default: 2000, desc: 'Server selection, socket and per-operation time limit' }),
+      MONGODB_TIMEOUT_MS: positiveInteger({
+        default: 1000,
+        desc: 'Server selection, connect, write concern and per-operation time limit; below the gateway deadline so an outage is UNAVAILABLE, not a timeout',
+      }),
       PAGE_TOKEN_SECRET: str({
         default: 'petstore-dev-page-token-secret',
         desc: 'Key that signs page tokens; every replica must share it',
@@ -41,13 +52,14 @@ export function parseConfig(env: NodeJS.ProcessEnv): PetServiceConfig {
       ADMIN_PORT: listenPort({ default: 9091, desc: 'Port of /metrics and /healthz; 0 picks a free one' }),
       LOG_LEVEL: str({ default: 'info', choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] }),
       LOG_PRETTY: bool({ default: false, desc: 'Human-readable logs, for development' }),
-      STORE_HEALTH_INTERVAL_MS: num({ default: 5000, desc: 'How often the store is pinged for health' }),
-      SHUTDOWN_TIMEOUT_MS: num({ default: 10000, desc: 'Longest wait for in-flight calls on SIGTERM' }),
+      STORE_HEALTH_INTERVAL_MS: positiveInteger({ default: 5000, desc: 'How often the store is pinged for health' }),
+      SHUTDOWN_TIMEOUT_MS: positiveInteger({ default: 10000, desc: 'Longest wait for in-flight calls on SIGTERM' }),
     },
     { reporter: throwOnError },
   );
-  for (const name of ['MONGODB_TIMEOUT_MS', 'STORE_HEALTH_INTERVAL_MS', 'SHUTDOWN_TIMEOUT_MS'] as const) {
-    if (!(parsed[name] > 0)) throw new Error(`invalid configuration: ${name}: must be a positive number`);
+  if (parsed.LOG_PRETTY) {
+    if (env.NODE_ENV === 'production') throw new Error('invalid configuration: LOG_PRETTY: must be false when NODE_ENV=production');
+    if (!prettyAvailable()) throw new Error('invalid configuration: LOG_PRETTY: pino-pretty is not installed (a development dependency)');
   }
   return Object.freeze({
     host: parsed.PET_SERVICE_HOST,

@@ -42,12 +42,19 @@ async function main(config: PetServiceConfig, logger: Logger): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down');
+    // Exit within SHUTDOWN_TIMEOUT_MS whatever still hangs (calls, closing the store or the admin
+    // listener): the orchestrator's grace period assumes it, and SIGKILL follows.
     setTimeout(() => {
-      logger.error('shutdown timed out');
+      logger.error('shutdown outlived SHUTDOWN_TIMEOUT_MS; exiting');
       flushThenExit(logger, 1);
-    }, config.shutdownTimeoutMs + 1000).unref();
+    }, config.shutdownTimeoutMs).unref();
     Promise.all([server.shutdown(), admin.close()]).then(
-      () => {
+      ([{ forced }]) => {
+        if (forced) {
+          logger.error('stopped after cancelling calls that outlived SHUTDOWN_TIMEOUT_MS');
+          flushThenExit(logger, 1);
+          return;
+        }
         logger.info('stopped');
         flushThenExit(logger, 0);
       },

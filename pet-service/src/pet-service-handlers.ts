@@ -100,9 +100,10 @@ function replayedMetadata(): Metadata {
   return metadata;
 }
 
+/** The caller's request id when it is sane by the gateway's rule; anything else is not logged. */
 function requestIdOf(metadata: Metadata): string | undefined {
   const value = metadata.get(REQUEST_ID_METADATA)[0];
-  return typeof value === 'string' ? value : undefined;
+  return typeof value === 'string' && /^[A-Za-z0-9._~:+/=-]{1,128}$/.test(value) ? value : undefined;
 }
 
 function toWire(record: PetRecord): Pet {

@@ -32,9 +32,10 @@ export interface RunningServer {
   readonly storeHealth: StoreHealthMonitor;
   /**
    * Reports NOT_SERVING, stops taking calls, lets in-flight calls finish (cancelling them after
-   * the shutdown timeout), then closes the repository.
+   * the shutdown timeout), then closes the repository. `forced` says whether calls had to be
+   * cancelled, so that the process can exit non-zero.
    */
-  shutdown(): Promise<void>;
+  shutdown(): Promise<{ readonly forced: boolean }>;
 }
 
 /** Fully-qualified name under which health reports the pet service ('' is the whole server). */
@@ -78,18 +79,19 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
     async shutdown() {
       storeHealth.stop();
       for (const service of HEALTH_SERVICES) health.setStatus(service, 'NOT_SERVING');
-      await new Promise<void>((resolve) => {
+      const forced = await new Promise<boolean>((resolve) => {
         const force = setTimeout(() => {
           logger.warn('in-flight calls outlived the shutdown timeout; cancelling them');
           server.forceShutdown();
-          resolve();
+          resolve(true);
         }, options.shutdownTimeoutMs ?? 10_000);
         server.tryShutdown(() => {
           clearTimeout(force);
-          resolve();
+          resolve(false);
         });
       });
       await repository.close();
+      return { forced };
     },
   };
 }

@@ -1,6 +1,9 @@
 import { connect } from 'node:net';
+import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import fc from 'fast-check';
+import pino from 'pino';
+import { createMetrics, type GatewayMetrics } from '../../src/metrics';
 import { startTestStack, TEST_KEYS, type TestStack } from '../support/test-stack';
 
 interface RawReply {
@@ -70,12 +73,17 @@ const path = fc.oneof(
   fc.constantFrom('/v1/pets', '/v1/pets/1', '/v1/openapi.json', '/v1', '/'),
   fc.array(segment, { minLength: 1, maxLength: 5 }).map((parts) => `/${parts.join('/')}`),
   fc.stringMatching(/^\/[\x21-\x7e]{0,40}$/),
+  // Raw bytes 0x80-0xFF: the request is sent as latin1, one byte per character.
+  fc.stringMatching(/^\/[\x21-\x7e\x80-\xff]{0,40}$/),
 );
 const method = fc.oneof(
   fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS', 'TRACE', 'PROPFIND'),
   fc.stringMatching(/^[A-Z]{1,12}$/),
 );
-const header = fc.tuple(fc.stringMatching(/^[A-Za-z][A-Za-z0-9-]{0,20}$/), fc.stringMatching(/^[\x20-\x7e]{0,60}$/));
+const header = fc.tuple(
+  fc.oneof(fc.constant('X-Request-Id'), fc.stringMatching(/^[A-Za-z][A-Za-z0-9-]{0,20}$/)),
+  fc.oneof(fc.stringMatching(/^[\x20-\x7e]{0,60}$/), fc.stringMatching(/^[\x20-\x7e\x80-\xff]{0,60}$/)),
+);
 const authorization = fc.option(
   fc.oneof(
     fc.constant(`Bearer ${TEST_KEYS.enterprise}`),
@@ -91,9 +99,24 @@ describe('gateway under random requests (fast-check)', function () {
   this.timeout(180_000);
   let stack: TestStack;
   let port: number;
+  let metrics: GatewayMetrics;
+  /** Every log line the gateway wrote, parsed; a line that is not JSON is kept as its text. */
+  const logs: Array<Record<string, unknown> | string> = [];
 
   before(async () => {
-    stack = await startTestStack();
+    metrics = createMetrics();
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        const text = chunk.toString();
+        try {
+          logs.push(JSON.parse(text) as Record<string, unknown>);
+        } catch {
+          logs.push(text);
+        }
+        done();
+      },
+    });
+    stack = await startTestStack({ logger: pino(sink), metrics });
     port = Number(new URL(stack.baseUrl).port);
   });
 
@@ -129,6 +152,18 @@ describe('gateway under random requests (fast-check)', function () {
       ),
       { numRuns: 3000 },
     );
+
+    expect(logs.filter((line) => typeof line === 'string'), 'log lines that are not JSON').to.deep.equal([]);
+    const lines = logs as Array<Record<string, unknown>>;
+    expect(lines.filter((line) => line.msg === 'request').length, 'request lines').to.be.above(1000);
+    expect(lines.filter((line) => (line.level as number) >= 50), 'error lines').to.deep.equal([]);
+    expect(
+      lines.filter((line) => line.requestId !== undefined && !/^[A-Za-z0-9._~:+/=-]{1,128}$/.test(String(line.requestId))),
+      'lines with an insane request id',
+    ).to.deep.equal([]);
+    const text = await metrics.registry.metrics();
+    expect(text).to.match(/^http_requests_total\{[^}]*status="4\d\d"\} \d+$/m);
+    expect(text).to.not.match(/^http_requests_total\{[^}]*status="5/m);
 
     const headers = { authorization: `Bearer ${TEST_KEYS.enterprise}`, 'content-type': 'application/json' };
     const created = await fetch(`${stack.baseUrl}/v1/pets`, { method: 'POST', headers, body: '{"name":"after","categoryId":1}' });

@@ -6,9 +6,9 @@ import { expect } from 'chai';
 
 const ROOT = join(__dirname, '..', '..', '..');
 
-function badKeysFile(): string {
+function keysFile(text: string): string {
   const file = join(mkdtempSync(join(tmpdir(), 'bad-keys-')), 'keys.yaml');
-  writeFileSync(file, `keys:\n  - id: acme\n    sha256: ${'a'.repeat(64)}\n    plan: platinum\n`);
+  writeFileSync(file, text);
   return file;
 }
 
@@ -23,7 +23,8 @@ function start(service: 'gateway' | 'pet-service', env: NodeJS.ProcessEnv) {
 
 describe('startup with bad configuration: one line naming the setting, exit 1', function () {
   this.timeout(20_000);
-  const cases: Array<['gateway' | 'pet-service', string, string, RegExp]> = [
+  const production = { NODE_ENV: 'production' };
+  const cases: Array<['gateway' | 'pet-service', string, string, RegExp, NodeJS.ProcessEnv?]> = [
     ['gateway', 'PORT', 'http', /^invalid configuration: PORT: /],
     ['gateway', 'PET_SERVICE_TIMEOUT_MS', '-1', /^invalid configuration: PET_SERVICE_TIMEOUT_MS: /],
     ['gateway', 'LOG_LEVEL', 'loud', /^invalid configuration: LOG_LEVEL: /],
@@ -31,13 +32,17 @@ describe('startup with bad configuration: one line naming the setting, exit 1', 
     ['gateway', 'REDIS_URL', 'http://localhost:6379', /^invalid configuration: REDIS_URL: /],
     ['gateway', 'TRUST_PROXY', 'the-ingress', /^invalid configuration: TRUST_PROXY: /],
     ['gateway', 'API_KEYS_FILE', '/nonexistent/keys.yaml', /^API_KEYS_FILE \/nonexistent\/keys\.yaml: /],
-    ['gateway', 'API_KEYS_FILE', badKeysFile(), /key "acme": plan must be one of/],
+    ['gateway', 'API_KEYS_FILE', keysFile(`keys:\n  - id: acme\n    sha256: ${'a'.repeat(64)}\n    plan: platinum\n`), /^API_KEYS_FILE \S+: key "acme": plan must be one of/],
+    ['gateway', 'API_KEYS_FILE', keysFile('keys:\n  - id: acme\n   plan: [free\n'), /^API_KEYS_FILE \S+keys\.yaml: .+ at line 3, column \d+$/],
     ['pet-service', 'PET_SERVICE_PORT', '99999', /^invalid configuration: PET_SERVICE_PORT: /],
     ['pet-service', 'MONGODB_TIMEOUT_MS', '0', /^invalid configuration: MONGODB_TIMEOUT_MS: /],
+    ['pet-service', 'SHUTDOWN_TIMEOUT_MS', '2.5', /^invalid configuration: SHUTDOWN_TIMEOUT_MS: /],
+    ['gateway', 'LOG_PRETTY', 'true', /^invalid configuration: LOG_PRETTY: /, production],
+    ['pet-service', 'LOG_PRETTY', 'true', /^invalid configuration: LOG_PRETTY: /, production],
   ];
-  for (const [service, name, value, message] of cases) {
-    it(`${service}: ${name}=${value}`, () => {
-      const result = start(service, { [name]: value });
+  for (const [service, name, value, message, extra = {}] of cases) {
+    it(`${service}: ${name}=${value}${Object.entries(extra).map(([key, setting]) => ` ${key}=${setting}`).join('')}`, () => {
+      const result = start(service, { ...extra, [name]: value });
       expect(result.status, result.stderr).to.equal(1);
       const lines = result.stderr.trim().split('\n');
       expect(lines, result.stderr).to.have.length(1);

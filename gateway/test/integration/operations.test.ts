@@ -1,11 +1,14 @@
 import { expect } from 'chai';
+import { fetchWithinContract } from '../support/openapi-validator';
 import { startService, type ServiceProcess } from '../support/service-process';
 
 const KEY = 'demo-free-key-0000';
 const AUTH = { authorization: `Bearer ${KEY}` };
+const UNAUTHENTICATED_PER_MINUTE = 20;
 
 async function get(url: string, headers: Record<string, string> = AUTH): Promise<{ status: number; headers: Headers; text: string }> {
-  const response = await fetch(url, { headers });
+  // Only /v1 responses are checked: the admin port documents nothing.
+  const response = await fetchWithinContract(url, { headers });
   return { status: response.status, headers: response.headers, text: await response.text() };
 }
 
@@ -20,6 +23,7 @@ describe('operations: real pet-service and gateway processes', function () {
     gateway = await startService('gateway', {
       PET_SERVICE_ADDR: `127.0.0.1:${petService.port}`,
       PET_SERVICE_TIMEOUT_MS: '1500',
+      UNAUTHENTICATED_PER_MINUTE: String(UNAUTHENTICATED_PER_MINUTE),
     });
     base = `http://127.0.0.1:${gateway.port}`;
   });
@@ -100,6 +104,19 @@ describe('operations: real pet-service and gateway processes', function () {
       expect(ready.status, ready.text).to.equal(200);
       expect(JSON.parse(ready.text)).to.deep.equal({ status: 'ready', checks: { petService: 'ok' } });
       expect((await get(`http://127.0.0.1:${petService.adminPort}/healthz`, {})).status).to.equal(200);
+    });
+
+    it('does no rate-limit accounting: more probes than the per-IP limit all answer 200', async () => {
+      const admin = `http://127.0.0.1:${gateway.adminPort}`;
+      const decisions = async () =>
+        (await get(`${admin}/metrics`, {})).text.split('\n').filter((line) => line.startsWith('rate_limit_decisions_total'));
+      const before = await decisions();
+      const statuses: number[] = [];
+      for (let index = 0; index <= UNAUTHENTICATED_PER_MINUTE; index += 1) {
+        for (const path of ['/healthz', '/readyz']) statuses.push((await get(`${admin}${path}`, {})).status);
+      }
+      expect(statuses).to.deep.equal(Array(2 * (UNAUTHENTICATED_PER_MINUTE + 1)).fill(200));
+      expect(await decisions()).to.deep.equal(before);
     });
   });
 });

@@ -1,5 +1,7 @@
 import { status as Status } from '@grpc/grpc-js';
+import { PetStatus } from '@petstore/proto';
 import { expect } from 'chai';
+import { fetchWithinContract } from '../support/openapi-validator';
 import { startScriptedPetService } from '../support/scripted-pet-service';
 import { startService } from '../support/service-process';
 import { startTestStack, TEST_KEYS } from '../support/test-stack';
@@ -9,7 +11,7 @@ const STACK_AUTH = { authorization: `Bearer ${TEST_KEYS.free}` };
 const EMPTY_PAGE = { pets: [], nextPageToken: '' };
 
 async function status(url: string, init: RequestInit = { headers: AUTH }): Promise<number> {
-  const response = await fetch(url, init);
+  const response = await fetchWithinContract(url, init);
   await response.arrayBuffer();
   return response.status;
 }
@@ -27,7 +29,7 @@ describe('resilience', function () {
       await petService.stop('SIGKILL');
 
       const started = Date.now();
-      const response = await fetch(`${base}/v1/pets`, { headers: AUTH });
+      const response = await fetchWithinContract(`${base}/v1/pets`, { headers: AUTH });
       expect(response.status).to.equal(503);
       expect(await response.json()).to.deep.include({ code: 'service_unavailable', status: 503 });
       expect(Date.now() - started).to.be.below(1000 + 500);
@@ -47,32 +49,49 @@ describe('resilience', function () {
     }
   });
 
-  it('spreads calls over every pet-service replica behind one target (round_robin)', async () => {
-    const replicas = [await startService('pet-service'), await startService('pet-service')];
-    const target = `ipv4:${replicas.map((replica) => `127.0.0.1:${replica.port}`).join(',')}`;
-    const gateway = await startService('gateway', { PET_SERVICE_ADDR: target });
+  it('spreads calls over every address of a dns:/// target (round_robin)', async () => {
+    // Two replicas on one port, as behind a headless Service: the name resolves to both addresses.
+    const first = await startService('pet-service', { PET_SERVICE_HOST: '127.0.0.1' });
+    const second = await startService('pet-service', { PET_SERVICE_HOST: '127.0.0.2', PET_SERVICE_PORT: String(first.port) });
+    const replicas = [
+      { host: '127.0.0.1', service: first },
+      { host: '127.0.0.2', service: second },
+    ];
+    const gateway = await startService(
+      'gateway',
+      { PET_SERVICE_ADDR: `dns:///pets.test:${first.port}`, FAKE_DNS: 'pets.test=127.0.0.1,127.0.0.2' },
+      { nodeFlags: ['--require', 'tsx/cjs', '--require', require.resolve('../support/fake-dns-preload')] },
+    );
     try {
       for (let index = 0; index < 20; index += 1) expect(await status(`http://127.0.0.1:${gateway.port}/v1/pets`)).to.equal(200);
-      for (const replica of replicas) {
-        const metrics = await (await fetch(`http://127.0.0.1:${replica.adminPort}/metrics`)).text();
-        const served = Number(/^grpc_server_handled_total\{method="ListPets",code="OK"\} (\d+)$/m.exec(metrics)?.[1] ?? 0);
-        expect(served, 'calls served by one replica').to.be.within(5, 15);
+      const served = [];
+      for (const { host, service } of replicas) {
+        const metrics = await (await fetch(`http://${host}:${service.adminPort}/metrics`)).text();
+        served.push(Number(/^grpc_server_handled_total\{method="ListPets",code="OK"\} (\d+)$/m.exec(metrics)?.[1] ?? 0));
       }
+      expect(served.reduce((sum, count) => sum + count), 'calls served in all').to.equal(20);
+      for (const count of served) expect(count, `calls served by each replica: ${served.join(', ')}`).to.be.within(5, 15);
     } finally {
       await gateway.stop();
-      await Promise.all(replicas.map((replica) => replica.stop()));
+      await Promise.all(replicas.map(({ service }) => service.stop()));
     }
   });
 
   it('retries reads on UNAVAILABLE, but never a create', async () => {
+    const pet = { id: '1', name: 'Rex', categoryId: '1', status: PetStatus.PET_STATUS_AVAILABLE };
     const scripted = await startScriptedPetService({
       listPets: (attempt) => (attempt === 1 ? { fail: Status.UNAVAILABLE } : EMPTY_PAGE),
+      getPet: (attempt) => (attempt === 1 ? { fail: Status.UNAVAILABLE } : { pet }),
       createPet: () => ({ fail: Status.UNAVAILABLE }),
     });
     const stack = await startTestStack({ petServiceAddress: `127.0.0.1:${scripted.port}` });
     try {
       expect(await status(`${stack.baseUrl}/v1/pets`, { headers: STACK_AUTH })).to.equal(200);
       expect(scripted.calls.listPets).to.equal(2);
+      const got = await fetchWithinContract(`${stack.baseUrl}/v1/pets/1`, { headers: STACK_AUTH });
+      expect(got.status).to.equal(200);
+      expect(await got.json()).to.deep.include({ id: 1, name: 'Rex' });
+      expect(scripted.calls.getPet).to.equal(2);
       const created = await status(`${stack.baseUrl}/v1/pets`, {
         method: 'POST',
         headers: { ...STACK_AUTH, 'content-type': 'application/json' },
@@ -90,7 +109,7 @@ describe('resilience', function () {
     const scripted = await startScriptedPetService({ listPets: () => new Promise(() => undefined) });
     const stack = await startTestStack({ petServiceAddress: `127.0.0.1:${scripted.port}`, petClientTimeoutMs: 200 });
     try {
-      const response = await fetch(`${stack.baseUrl}/v1/pets`, { headers: STACK_AUTH });
+      const response = await fetchWithinContract(`${stack.baseUrl}/v1/pets`, { headers: STACK_AUTH });
       expect(response.status).to.equal(504);
       expect(await response.json()).to.deep.include({ code: 'gateway_timeout' });
     } finally {
@@ -128,6 +147,33 @@ describe('resilience', function () {
       for (const release of held) release();
       expect(await Promise.all(inFlight)).to.deep.equal(Array(50).fill(200));
       expect(await exited).to.equal(0);
+    } finally {
+      await gateway.stop('SIGKILL');
+      await scripted.close();
+    }
+  });
+
+  it('exits 1 when an in-flight request outlives SHUTDOWN_TIMEOUT_MS', async () => {
+    let arrived: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (arrived = resolve));
+    const scripted = await startScriptedPetService({
+      listPets: () => {
+        arrived();
+        return new Promise(() => undefined);
+      },
+    });
+    const gateway = await startService('gateway', {
+      PET_SERVICE_ADDR: `127.0.0.1:${scripted.port}`,
+      PET_SERVICE_TIMEOUT_MS: '30000',
+      SHUTDOWN_TIMEOUT_MS: '500',
+    });
+    try {
+      const request = status(`http://127.0.0.1:${gateway.port}/v1/pets`).catch(() => 'reset');
+      await held;
+      const started = Date.now();
+      expect(await gateway.stop('SIGTERM')).to.equal(1);
+      expect(Date.now() - started).to.be.within(500, 1500);
+      expect(await request).to.equal('reset');
     } finally {
       await gateway.stop('SIGKILL');
       await scripted.close();

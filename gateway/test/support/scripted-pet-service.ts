@@ -1,5 +1,5 @@
 import { Server, ServerCredentials, status as Status, type ServiceError } from '@grpc/grpc-js';
-import { type ListPetsResponse, type CreatePetResponse, PetServiceService } from '@petstore/proto';
+import { type CreatePetResponse, type GetPetResponse, type ListPetsResponse, PetServiceService } from '@petstore/proto';
 
 /** What a scripted call answers: a response, or a gRPC status to fail with. */
 export type Answer<Res> = Res | { fail: Status };
@@ -11,9 +11,11 @@ export interface ScriptedPetService {
   close(): Promise<void>;
 }
 
+/** Per method, what the n-th call answers; a method left out answers UNIMPLEMENTED. */
 export interface Script {
   listPets?: (attempt: number) => Answer<ListPetsResponse> | Promise<Answer<ListPetsResponse>>;
   createPet?: (attempt: number) => Answer<CreatePetResponse> | Promise<Answer<CreatePetResponse>>;
+  getPet?: (attempt: number) => Answer<GetPetResponse> | Promise<Answer<GetPetResponse>>;
 }
 
 /**
@@ -25,7 +27,7 @@ export async function startScriptedPetService(script: Script): Promise<ScriptedP
   const calls = { listPets: 0, createPet: 0, getPet: 0 };
   const server = new Server();
   const answer =
-    <Res>(method: 'listPets' | 'createPet') =>
+    <Res>(method: keyof Script) =>
     (_call: unknown, callback: (error: Partial<ServiceError> | null, response?: Res) => void): void => {
       calls[method] += 1;
       const run = script[method] as ((attempt: number) => Answer<Res> | Promise<Answer<Res>>) | undefined;
@@ -37,10 +39,7 @@ export async function startScriptedPetService(script: Script): Promise<ScriptedP
   server.addService(PetServiceService, {
     listPets: answer<ListPetsResponse>('listPets'),
     createPet: answer<CreatePetResponse>('createPet'),
-    getPet: (_call: unknown, callback: (error: Partial<ServiceError>) => void) => {
-      calls.getPet += 1;
-      callback({ code: Status.UNIMPLEMENTED });
-    },
+    getPet: answer<GetPetResponse>('getPet'),
   });
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))),

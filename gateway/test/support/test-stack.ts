@@ -1,10 +1,12 @@
 import type { Server } from 'node:http';
+import type { Logger } from 'pino';
 import { createServer as createPetServer, type RunningServer } from '../../../pet-service/src/server';
 import { MemoryPetRepository } from '../../../pet-service/src/memory-pet-repository';
 import type { PetRepository } from '../../../pet-service/src/pet-repository';
 import { ApiKeyStore, sha256Hex } from '../../src/api-keys';
 import { createApp } from '../../src/app';
 import { listen } from '../../src/http-server';
+import type { GatewayMetrics } from '../../src/metrics';
 import { createPetClient, type PetClient } from '../../src/pet-client';
 
 /** Secrets of the keys every test stack knows, by plan; `enterprise` has limits no test reaches. */
@@ -23,6 +25,10 @@ export interface TestStackOptions {
   readonly petClientTimeoutMs?: number;
   /** Point the gateway at this pet service instead of starting a real one. */
   readonly petServiceAddress?: string;
+  /** The gateway's logger; default silent. */
+  readonly logger?: Logger;
+  /** The gateway's metrics; default none. */
+  readonly metrics?: GatewayMetrics;
 }
 
 /** A real pet service and a real gateway, each on port 0, wired over gRPC. */
@@ -36,6 +42,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   const petClient: PetClient = createPetClient({
     target: options.petServiceAddress ?? `127.0.0.1:${petService.port}`,
     timeoutMs: options.petClientTimeoutMs ?? 2000,
+    metrics: options.metrics,
   });
   const apiKeys = ApiKeyStore.fromDocument({
     keys: Object.entries(TEST_KEYS).map(([plan, secret]) => ({
@@ -46,7 +53,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     })),
   });
   let now = Date.now();
-  const app = createApp({ petClient, apiKeys, now: () => now });
+  const app = createApp({ petClient, apiKeys, now: () => now, logger: options.logger, metrics: options.metrics });
   const { server, port } = await listen(app, '127.0.0.1', 0);
   return {
     baseUrl: `http://127.0.0.1:${port}`,

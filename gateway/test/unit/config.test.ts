@@ -16,4 +16,12 @@ describe('gateway config', () => {
     expect(() => parseConfig({ PET_SERVICE_TIMEOUT_MS: 'soon' }, 'k')).to.throw(/PET_SERVICE_TIMEOUT_MS/);
     expect(() => parseConfig({ PET_SERVICE_TIMEOUT_MS: '-5' }, 'k')).to.throw(/PET_SERVICE_TIMEOUT_MS/);
   });
+
+  it('refuses LOG_PRETTY in production, or without pino-pretty installed', () => {
+    const installed = () => true;
+    expect(parseConfig({ LOG_PRETTY: 'true' }, 'k', installed)).to.include({ logPretty: true });
+    expect(() => parseConfig({ LOG_PRETTY: 'true', NODE_ENV: 'production' }, 'k', installed)).to.throw(/^invalid configuration: LOG_PRETTY: /);
+    expect(() => parseConfig({ LOG_PRETTY: 'true' }, 'k', () => false)).to.throw(/^invalid configuration: LOG_PRETTY: pino-pretty/);
+    expect(parseConfig({ LOG_PRETTY: 'false', NODE_ENV: 'production' }, 'k', () => false)).to.include({ logPretty: false });
+  });
 });

@@ -1,4 +1,6 @@
-import { credentials, Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
+import { on } from 'node:events';
+import { Writable } from 'node:stream';
+import { type ClientReadableStream, credentials, Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
 import {
   type CreatePetRequest,
   type CreatePetResponse,
@@ -13,6 +15,7 @@ import { expect } from 'chai';
 import { service as healthService } from 'grpc-health-check';
 import { loadSync } from '@grpc/proto-loader';
 import { loadPackageDefinition, makeGenericClientConstructor } from '@grpc/grpc-js';
+import pino from 'pino';
 import { MemoryPetRepository } from '../../src/memory-pet-repository';
 import { createServer, PET_SERVICE_NAME, type RunningServer } from '../../src/server';
 
@@ -101,7 +104,7 @@ describe('pet service over gRPC (real server on port 0)', () => {
     await expectStatus(get('42'), Status.NOT_FOUND, /42/);
   });
 
-  it('answers the standard health check, and NOT_SERVING once shutting down', async () => {
+  it('answers the standard health check, and NOT_SERVING once shutdown starts', async () => {
     const HealthClient = makeGenericClientConstructor(healthService, 'Health');
     const health = new HealthClient(`127.0.0.1:${server.port}`, credentials.createInsecure()) as never as HealthStub;
     const check = (service: string) =>
@@ -110,8 +113,16 @@ describe('pet service over gRPC (real server on port 0)', () => {
       );
     expect(await check('')).to.equal('SERVING');
     expect(await check(PET_SERVICE_NAME)).to.equal('SERVING');
-    server.health.setStatus(PET_SERVICE_NAME, 'NOT_SERVING');
-    expect(await check(PET_SERVICE_NAME)).to.equal('NOT_SERVING');
+
+    // A watch, because shutdown refuses new calls: only a call already open can hear the change.
+    const watch = health.watch({ service: PET_SERVICE_NAME });
+    const statuses = on(watch, 'data') as AsyncIterableIterator<[{ status: string }]>;
+    expect((await statuses.next()).value[0].status).to.equal('SERVING');
+    const stopping = server.shutdown();
+    expect((await statuses.next()).value[0].status).to.equal('NOT_SERVING');
+    watch.on('error', () => undefined);
+    watch.cancel();
+    expect(await stopping).to.deep.equal({ forced: false });
     health.close();
   });
 
@@ -144,6 +155,7 @@ interface ReflectionStub {
 
 interface HealthStub {
   check(request: { service: string }, callback: (error: ServiceError | null, response?: { status: string }) => void): void;
+  watch(request: { service: string }): ClientReadableStream<{ status: string }>;
   close(): void;
 }
 
@@ -185,6 +197,59 @@ describe('pet service shutdown', () => {
       expect(closed).to.equal(true);
     } finally {
       client.close();
+    }
+  });
+
+  it('cancels calls that outlive the shutdown timeout, and says it had to', async () => {
+    let reached: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (reached = resolve));
+    const repository = Object.assign(Object.create(new MemoryPetRepository()) as MemoryPetRepository, {
+      list: () => {
+        reached();
+        return new Promise<never>(() => undefined);
+      },
+    });
+    const server = await createServer({ host: '127.0.0.1', port: 0, repository, pageTokenSecret: 's', shutdownTimeoutMs: 100 });
+    const client = new PetServiceClient(`127.0.0.1:${server.port}`, credentials.createInsecure());
+    try {
+      const call = invoke<ListPetsRequest, ListPetsResponse>(client, client.listPets, { pageSize: 1, pageToken: '', status: 0 }).then(
+        () => 'OK',
+        (error: ServiceError) => Status[error.code],
+      );
+      await held;
+      expect(await server.shutdown()).to.deep.equal({ forced: true });
+      expect(await call).to.not.equal('OK');
+    } finally {
+      client.close();
+    }
+  });
+});
+
+describe('pet service request ids', () => {
+  it('logs a sane x-request-id, and drops one that is too long or has unsafe characters', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const sink = new Writable({ write: (chunk: Buffer, _encoding, done) => (lines.push(JSON.parse(chunk.toString())), done()) });
+    const server = await createServer({
+      host: '127.0.0.1',
+      port: 0,
+      repository: new MemoryPetRepository(),
+      pageTokenSecret: 's',
+      logger: pino(sink),
+    });
+    const client = new PetServiceClient(`127.0.0.1:${server.port}`, credentials.createInsecure());
+    try {
+      for (const id of ['trace-4f2a:9c1e', 'a'.repeat(129), '<script>', 'has space']) {
+        const metadata = new Metadata();
+        metadata.set('x-request-id', id);
+        await new Promise((resolve, reject) =>
+          client.listPets({ pageSize: 1, pageToken: '', status: 0 }, metadata, (error, response) => (error ? reject(error) : resolve(response))),
+        );
+      }
+      const calls = lines.filter((line) => line.msg === 'grpc call');
+      expect(calls.map((line) => line.requestId)).to.deep.equal(['trace-4f2a:9c1e', undefined, undefined, undefined]);
+    } finally {
+      client.close();
+      await server.shutdown();
     }
   });
 });

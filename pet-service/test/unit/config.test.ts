@@ -20,6 +20,23 @@ describe('pet-service config', () => {
     expect(() => parseConfig({ MONGODB_TIMEOUT_MS: '0' })).to.throw(/MONGODB_TIMEOUT_MS/);
   });
 
+  for (const name of ['MONGODB_TIMEOUT_MS', 'STORE_HEALTH_INTERVAL_MS', 'SHUTDOWN_TIMEOUT_MS']) {
+    it(`takes ${name} as a positive integer of milliseconds`, () => {
+      for (const bad of ['1.5', '0', '-1', '1e3', '']) {
+        expect(() => parseConfig({ [name]: bad }), bad).to.throw(new RegExp(`^invalid configuration: ${name}: `));
+      }
+      expect(() => parseConfig({ [name]: '1500' })).to.not.throw();
+    });
+  }
+
+  it('refuses LOG_PRETTY in production, or without pino-pretty installed', () => {
+    const installed = () => true;
+    expect(parseConfig({ LOG_PRETTY: 'true' }, installed)).to.include({ logPretty: true });
+    expect(() => parseConfig({ LOG_PRETTY: 'true', NODE_ENV: 'production' }, installed)).to.throw(/^invalid configuration: LOG_PRETTY: /);
+    expect(() => parseConfig({ LOG_PRETTY: 'true' }, () => false)).to.throw(/^invalid configuration: LOG_PRETTY: pino-pretty/);
+    expect(parseConfig({ LOG_PRETTY: 'false', NODE_ENV: 'production' }, () => false)).to.include({ logPretty: false });
+  });
+
   it('is frozen', () => {
     expect(Object.isFrozen(parseConfig({}))).to.equal(true);
   });
