@@ -21,15 +21,22 @@ const KEY_ID = /^[A-Za-z0-9._-]{1,64}$/;
 export class ApiKeyStore {
   private constructor(private readonly byDigest: ReadonlyMap<string, ApiKey>) {}
 
-  /** Reads a YAML (or JSON) keys file. @throws Error naming the file and the bad entry. */
+  /**
+   * Reads a YAML (or JSON) keys file. @throws Error with a one-line message that starts
+   * `API_KEYS_FILE <path>:` and names the bad entry, or the line and column of a syntax error.
+   */
   static load(path: string): ApiKeyStore {
+    const source = `API_KEYS_FILE ${path}`;
     let document: unknown;
     try {
       document = parseYaml(readFileSync(path, 'utf8'));
     } catch (error) {
-      throw new Error(`API_KEYS_FILE ${path}: ${(error as Error).message}`, { cause: error });
+      // yaml appends a code frame to the first line ("... at line 3, column 1:"), which would
+      // break the one-line startup message; the first line alone still says where.
+      const firstLine = (error as Error).message.split('\n', 1)[0]!.replace(/:$/, '');
+      throw new Error(`${source}: ${firstLine}`, { cause: error });
     }
-    return ApiKeyStore.fromDocument(document, path);
+    return ApiKeyStore.fromDocument(document, source);
   }
 
   static fromDocument(document: unknown, source = 'keys file'): ApiKeyStore {

@@ -10,7 +10,7 @@ import { MemoryRateLimiter } from './memory-rate-limiter';
 import type { GatewayMetrics } from './metrics';
 import { openApiDocument } from './openapi';
 import type { PetClient } from './pet-client';
-import { createPetsRouter } from './pets-router';
+import { createPetsRouter, methodNotAllowed } from './pets-router';
 import { createRateLimitEdge } from './rate-limit-edge';
 import { DEFAULT_RATE_LIMIT_SETTINGS, type RateLimitSettings } from './rate-limit-policy';
 import type { RateLimiter } from './rate-limiter';
@@ -65,6 +65,7 @@ export function createApp(options: AppOptions): RequestListener {
   app.get('/v1/openapi.json', (_request, response) => {
     response.type('application/json').send(OPENAPI_JSON);
   });
+  app.all('/v1/openapi.json', methodNotAllowed('GET, HEAD'));
   app.use('/v1', requireApiKey);
   app.use(createPetsRouter({ petClient: options.petClient, now }));
   app.use(notFound);

@@ -12,8 +12,8 @@ export const notFound: RequestHandler = (_request, _response, next) => {
 
 /** Renders anything thrown on a request path as the Error body, never HTML or a stack trace. */
 export function createErrorHandler(onInternal: InternalErrorListener): ErrorRequestHandler {
-  return (error: unknown, _request, response, _next) => {
-    const apiError = toApiError(error);
+  return (error: unknown, request, response, _next) => {
+    const apiError = toApiError(error, request.path);
     if (apiError.code === 'internal') onInternal(error);
     if (response.headersSent) {
       response.destroy();
@@ -32,10 +32,17 @@ const HTTP_ERROR_TYPES: Readonly<Record<string, ApiError>> = {
   'request.size.invalid': new ApiError(400, 'invalid_request', 'body: length does not match Content-Length'),
 };
 
-/** Normalises anything thrown into an {@link ApiError}. */
-export function toApiError(error: unknown): ApiError {
+// The router percent-decodes path parameters while matching, before any route runs, and throws a
+// URIError that names no parameter; /v1/pets/{petId} is the one public route that has one.
+const PET_ID_PATH = /^\/v1\/pets\/[^/]+\/?$/i;
+
+/** Normalises anything thrown into an {@link ApiError}; `path` is the request's, to name a bad parameter. */
+export function toApiError(error: unknown, path = ''): ApiError {
   if (error instanceof ApiError) return error;
   if (isGrpcError(error)) return grpcStatusToHttp(error.code, error.details);
+  if (error instanceof URIError && (error as { status?: unknown }).status === 400) {
+    return ApiError.invalid(PET_ID_PATH.test(path) ? 'petId' : 'path', 'malformed percent-encoding');
+  }
   if (error !== null && typeof error === 'object') {
     const { type, status } = error as { type?: unknown; status?: unknown };
     if (typeof type === 'string' && HTTP_ERROR_TYPES[type] !== undefined) return HTTP_ERROR_TYPES[type];

@@ -7,6 +7,7 @@ interface Translation {
   /** Whether the pet service's message is fit for clients; otherwise `fallback` is shown. */
   readonly passMessage: boolean;
   readonly fallback: string;
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 /** gRPC status to HTTP, as grpc-gateway maps them. Unlisted codes are 500 `internal`. */
@@ -14,7 +15,8 @@ const TABLE = new Map<Status, Translation>([
   [Status.INVALID_ARGUMENT, { status: 400, code: 'invalid_request', passMessage: true, fallback: 'invalid request' }],
   [Status.NOT_FOUND, { status: 404, code: 'not_found', passMessage: true, fallback: 'not found' }],
   [Status.ALREADY_EXISTS, { status: 409, code: 'conflict', passMessage: true, fallback: 'conflict' }],
-  [Status.RESOURCE_EXHAUSTED, { status: 429, code: 'rate_limited', passMessage: false, fallback: 'pet service is over capacity' }],
+  // Every 429 promises Retry-After; the pet service being over capacity is momentary.
+  [Status.RESOURCE_EXHAUSTED, { status: 429, code: 'rate_limited', passMessage: false, fallback: 'pet service is over capacity', headers: { 'Retry-After': '1' } }],
   [Status.UNAVAILABLE, { status: 503, code: 'service_unavailable', passMessage: false, fallback: 'pet service unavailable' }],
   [Status.DEADLINE_EXCEEDED, { status: 504, code: 'gateway_timeout', passMessage: false, fallback: 'pet service did not answer in time' }],
   [Status.UNAUTHENTICATED, { status: 401, code: 'unauthorized', passMessage: false, fallback: 'unauthenticated' }],
@@ -36,7 +38,7 @@ const HTTP_FIELD_NAMES: Readonly<Record<string, string>> = {
 export function grpcStatusToHttp(code: Status, details: string): ApiError {
   const translation = TABLE.get(code) ?? INTERNAL;
   const message = translation.passMessage && details !== '' ? renameField(details) : translation.fallback;
-  return new ApiError(translation.status, translation.code, message);
+  return new ApiError(translation.status, translation.code, message, translation.headers);
 }
 
 function renameField(details: string): string {

@@ -71,22 +71,33 @@ const error = (description: string, codes: readonly string[]) => ({
 const commonErrors = {
   '401': {
     ...error('Missing or unknown API key.', ['unauthorized']),
-    headers: { 'WWW-Authenticate': { schema: { type: 'string' } } },
+    headers: {
+      'WWW-Authenticate': {
+        schema: { type: 'string' },
+        required: true,
+        description: '`Bearer realm="petstore"`, with `error="invalid_token"` when a Bearer credential was sent.',
+      },
+    },
   },
+  '403': error('The pet service refused the call.', ['forbidden']),
   '405': {
     ...error('Known path, other method.', ['method_not_allowed']),
-    headers: { Allow: { schema: { type: 'string' } } },
+    headers: { Allow: { schema: { type: 'string' }, required: true } },
   },
-  '429': error('Over the rate limit, or the key is temporarily banned.', ['rate_limited', 'api_key_banned']),
+  '429': error('Over the rate limit, the key is temporarily banned, or the pet service is over capacity.', [
+    'rate_limited',
+    'api_key_banned',
+  ]),
   '500': error('Unexpected failure.', ['internal']),
   '503': error('The pet service is unavailable.', ['service_unavailable']),
   '504': error('The pet service did not answer in time.', ['gateway_timeout']),
 };
 
 const integerHeader = (description: string) => ({ schema: { type: 'integer', minimum: 0 }, description });
-const RATE_LIMIT_HEADERS = {
+/** The rate-limit fields every /v1 response carries, whatever its status and route. */
+export const RATE_LIMIT_HEADERS = {
   'X-RateLimit-Limit': integerHeader('Limit of the window closest to exhaustion.'),
-  'X-RateLimit-Remaining': integerHeader('Requests left in that window; 0 on a 429.'),
+  'X-RateLimit-Remaining': integerHeader('Requests left in that window; 0 on a 429 from the rate limiter.'),
   'X-RateLimit-Reset': integerHeader('Unix time, in seconds, at which that window (or a ban) ends.'),
   'RateLimit-Policy': {
     schema: { type: 'string' },
@@ -94,19 +105,54 @@ const RATE_LIMIT_HEADERS = {
   },
   RateLimit: { schema: { type: 'string' }, description: 'draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`.' },
 };
-const RETRY_AFTER = { 'Retry-After': { schema: { type: 'integer', minimum: 1 }, description: 'Seconds until a retry can succeed.' } };
+const RETRY_AFTER = {
+  'Retry-After': { schema: { type: 'integer', minimum: 1 }, required: true, description: 'Seconds until a retry can succeed.' },
+};
 
-/** Every /v1 response carries the rate-limit fields, whatever its status; a 429 also `Retry-After`. */
+/**
+ * Every /v1 response carries the rate-limit fields, whatever its status; a 429 also `Retry-After`.
+ * They are required except on a 500, which can come from the limiter itself failing: then there is
+ * no count to report.
+ */
 function withRateLimitHeaders<Paths extends object>(paths: Paths): Paths {
   for (const operations of Object.values(paths) as Record<string, { responses: Record<string, { headers?: object }> }>[]) {
     for (const operation of Object.values(operations)) {
       for (const [status, response] of Object.entries(operation.responses)) {
-        const headers = { ...RATE_LIMIT_HEADERS, ...(status === '429' ? RETRY_AFTER : {}), ...response.headers };
+        const rateLimit = Object.fromEntries(
+          Object.entries(RATE_LIMIT_HEADERS).map(([name, header]) => [name, { ...header, required: status !== '500' }]),
+        );
+        const headers = { ...rateLimit, ...(status === '429' ? RETRY_AFTER : {}), ...response.headers };
         operation.responses[status] = { ...response, headers };
       }
     }
   }
   return paths;
+}
+
+const DEPRECATION_HEADERS = {
+  Deprecation: { schema: { type: 'string' }, description: 'RFC 9745: @<unix seconds>.' },
+  Sunset: { schema: { type: 'string' }, description: `RFC 8594: ${SUNSET_HTTP_DATE}.` },
+  Link: { schema: { type: 'string' }, description: 'rel="successor-version": /v1/pets.' },
+};
+
+/**
+ * A deprecated operation marks every response it gives itself, errors included. A 401 or a 405 is
+ * always given before it runs, so it is unmarked; a 429 from the limiter or a 400 for a path that
+ * cannot be decoded is too, so the fields are optional except on the statuses in `always`, which
+ * only the operation gives.
+ */
+function deprecatedResponses<Responses extends object>(responses: Responses, always: readonly string[]): Responses {
+  const marked: Record<string, { headers?: object }> = {};
+  for (const [status, response] of Object.entries(responses) as [string, { headers?: object }][]) {
+    if (status === '401' || status === '405') {
+      marked[status] = response;
+      continue;
+    }
+    const required = always.includes(status);
+    const headers = Object.fromEntries(Object.entries(DEPRECATION_HEADERS).map(([name, header]) => [name, { ...header, required }]));
+    marked[status] = { ...response, headers: { ...headers, ...response.headers } };
+  }
+  return marked as Responses;
 }
 
 const jsonBody = (ref: string) => ({ content: { 'application/json': { schema: { $ref: `#/components/schemas/${ref}` } } } });
@@ -166,7 +212,7 @@ export const openApiDocument = {
           '201': {
             description: 'Created, or the first result again for a retried Idempotency-Key.',
             headers: {
-              Location: { schema: { type: 'string' }, description: '/v1/pets/{id}' },
+              Location: { schema: { type: 'string' }, required: true, description: '/v1/pets/{id}' },
               'Idempotent-Replayed': {
                 schema: { type: 'string', enum: ['true'] },
                 description: 'Present when the response replays an earlier create with the same Idempotency-Key.',
@@ -189,21 +235,16 @@ export const openApiDocument = {
         deprecated: true,
         description: `Deprecated; removed at ${SUNSET_HTTP_DATE}. Use listPets with a status filter.`,
         parameters: [{ name: 'petId', in: 'path', required: true, schema: int64('Positive int64 in decimal.') }],
-        responses: {
-          '200': {
-            description: 'The pet.',
-            headers: {
-              Deprecation: { schema: { type: 'string' }, description: 'RFC 9745: @<unix seconds>.' },
-              Sunset: { schema: { type: 'string' }, description: `RFC 8594: ${SUNSET_HTTP_DATE}.` },
-              Link: { schema: { type: 'string' }, description: 'rel="successor-version": /v1/pets.' },
-            },
-            ...jsonBody('Pet'),
+        responses: deprecatedResponses(
+          {
+            '200': { description: 'The pet.', ...jsonBody('Pet') },
+            '400': error('`petId` is not a positive int64, or is not validly percent-encoded.', ['invalid_request']),
+            '404': error('No pet with this id.', ['not_found']),
+            '410': error('The operation has reached its sunset.', ['gone']),
+            ...commonErrors,
           },
-          '400': error('`petId` is not a positive int64.', ['invalid_request']),
-          '404': error('No pet with this id.', ['not_found']),
-          '410': error('The operation has reached its sunset.', ['gone']),
-          ...commonErrors,
-        },
+          ['200', '404', '410'],
+        ),
       },
     },
   }),

@@ -1,5 +1,6 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { Express } from 'express';
+import parseUrl from 'parseurl';
 import type { Logger } from 'pino';
 import proxyAddr from 'proxy-addr';
 import { ApiError } from './api-error';
@@ -22,12 +23,12 @@ export interface RateLimitEdgeOptions {
 }
 
 // Express matches paths case-insensitively and ignores a trailing slash, so the edge does too.
-const CHARGED = /^\/v1(?:[/?]|$)/i;
-const FREE = /^\/v1\/openapi\.json\/?(?:\?|$)/i;
+const CHARGED = /^\/v1(?:\/|$)/i;
+const FREE = /^\/v1\/openapi\.json\/?$/i;
 
 /**
- * Charges every /v1 request (the OpenAPI document aside) before express sees it: to its API key
- * when it has a valid one, otherwise to the client IP (`trust proxy` decides whether
+ * Charges every /v1 request but a GET or HEAD of the OpenAPI document before express sees it: to
+ * its API key when it has a valid one, otherwise to the client IP (`trust proxy` decides whether
  * X-Forwarded-For counts, exactly as for `request.ip`). Admitted requests go on to `app` with the
  * rate-limit headers already set, so every status that follows (401, 4xx, 5xx) carries them.
  *
@@ -70,8 +71,10 @@ export function createRateLimitEdge(options: RateLimitEdgeOptions): RequestListe
   };
 
   return (request, response) => {
-    const url = request.url ?? '/';
-    if (!CHARGED.test(url) || FREE.test(url)) {
+    // The path exactly as express's router will route it (parseurl caches it for the router): an
+    // absolute-form target (`GET http://host/v1/pets`) or a fragment must not slip past the charge.
+    const path = parseUrl(request)?.pathname ?? '/';
+    if (!CHARGED.test(path) || (FREE.test(path) && (request.method === 'GET' || request.method === 'HEAD'))) {
       app(request, response);
       return;
     }

@@ -1,6 +1,7 @@
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { fetchWithinContract } from '../support/openapi-validator';
 import { type RedisServer, startRedisOrSkip } from '../support/redis-server';
 import { burstWithinOneMinute, replicaSecret, type ReplicaSet, startReplicaSet } from '../support/replica-set';
 
@@ -78,7 +79,7 @@ async function findBannedKey(urls: readonly string[]): Promise<string> {
 }
 
 async function get(url: string, keyId: string): Promise<{ code: string }> {
-  const response = await fetch(`${url}/v1/pets?limit=1`, { headers: { Authorization: `Bearer ${replicaSecret(keyId)}` } });
+  const response = await fetchWithinContract(`${url}/v1/pets?limit=1`, { headers: { Authorization: `Bearer ${replicaSecret(keyId)}` } });
   const body = (await response.json()) as { code?: string };
   return { code: response.status === 200 ? 'ok' : (body.code ?? '?') };
 }

@@ -1,6 +1,8 @@
+import { connect } from 'node:net';
 import { expect } from 'chai';
 import { SUNSET_AT } from '../../src/deprecation';
-import { type RateLimitStack, startRateLimitStack } from '../support/rate-limit-stack';
+import { expectWithinContract, type ReceivedResponse } from '../support/openapi-validator';
+import { type RateLimitStack, secretOf, startRateLimitStack } from '../support/rate-limit-stack';
 
 const MINUTE_START = Date.UTC(2030, 0, 1, 12, 0);
 const NEXT_DAY = Date.UTC(2030, 0, 2);
@@ -27,6 +29,28 @@ function expectRateLimitHeaders(response: Response, what: string): { limit: numb
 
 async function errorCode(response: Response): Promise<string> {
   return ((await response.json()) as { code: string }).code;
+}
+
+/**
+ * Sends `GET <target>` as written, which fetch cannot (it always sends the origin form), and
+ * reads the reply until the server closes.
+ */
+function rawGet(baseUrl: string, target: string, secret?: string): Promise<ReceivedResponse> {
+  const { port } = new URL(baseUrl);
+  const lines = [`GET ${target} HTTP/1.1`, 'Host: 127.0.0.1', 'Connection: close'];
+  if (secret !== undefined) lines.push(`Authorization: Bearer ${secret}`);
+  return new Promise((resolve, reject) => {
+    let reply = '';
+    const socket = connect(Number(port), '127.0.0.1', () => socket.write(`${lines.join('\r\n')}\r\n\r\n`));
+    socket.on('data', (chunk: Buffer) => (reply += chunk.toString('latin1')));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const [head = '', text = ''] = reply.split('\r\n\r\n');
+      const [statusLine = '', ...fields] = head.split('\r\n');
+      const headers = new Headers(fields.map((field) => [field.slice(0, field.indexOf(':')), field.slice(field.indexOf(':') + 1).trim()]));
+      resolve({ status: Number(statusLine.split(' ')[1]), headers, text });
+    });
+  });
 }
 
 describe('rate limits over HTTP (in-memory store)', () => {
@@ -160,12 +184,46 @@ describe('rate limits over HTTP (in-memory store)', () => {
     expect(await errorCode(again)).to.equal('not_found');
   });
 
-  it('does not limit the OpenAPI document', async () => {
+  it('does not limit reading the OpenAPI document', async () => {
     for (let i = 0; i < 8; i += 1) {
-      const response = await stack.request('/v1/openapi.json');
+      const response = await stack.request('/v1/openapi.json', undefined, { method: i % 2 === 0 ? 'GET' : 'HEAD' });
       expect(response.status).to.equal(200);
       expect(response.headers.get('x-ratelimit-limit')).to.equal(null);
     }
+  });
+
+  it('answers other methods on the OpenAPI document with 405 and Allow, charged like any /v1 request', async () => {
+    const keyed = await stack.request('/v1/openapi.json', 'roomy', { method: 'POST' });
+    expect(keyed.status).to.equal(405);
+    expect(keyed.headers.get('allow')).to.equal('GET, HEAD');
+    expect(await errorCode(keyed)).to.equal('method_not_allowed');
+    expect(expectRateLimitHeaders(keyed, 'keyed 405')).to.include({ limit: 10_000, remaining: 9_999 });
+
+    for (let i = 1; i <= 5; i += 1) {
+      const anonymous = await stack.request('/v1/openapi.json', undefined, { method: 'DELETE' });
+      expect(anonymous.status).to.equal(405);
+      expect(expectRateLimitHeaders(anonymous, `anonymous 405 #${i}`).remaining).to.equal(5 - i);
+    }
+    expect((await stack.request('/v1/openapi.json', undefined, { method: 'PUT' })).status).to.equal(429);
+  });
+
+  it('charges absolute-form and fragment request targets as express routes them', async () => {
+    const { host } = new URL(stack.baseUrl);
+    for (const target of [`http://${host}/v1/pets`, `http://${host}/V1/pets?limit=1`, '/v1/pets#x']) {
+      const keyed = await rawGet(stack.baseUrl, target, secretOf('roomy'));
+      expectWithinContract('GET', `${stack.baseUrl}/v1/pets`, keyed);
+      expect(keyed.status, target).to.equal(200);
+      expect(keyed.headers.get('x-ratelimit-limit'), target).to.equal('10000');
+    }
+    const anonymous = await rawGet(stack.baseUrl, `http://${host}/v1/pets`);
+    expectWithinContract('GET', `${stack.baseUrl}/v1/pets`, anonymous);
+    expect(anonymous.status).to.equal(401);
+    expect(anonymous.headers.get('ratelimit-policy')).to.equal('"ip-minute";q=5;w=60');
+
+    const bare = await rawGet(stack.baseUrl, '/v1#x', secretOf('roomy'));
+    expectWithinContract('GET', `${stack.baseUrl}/v1`, bare);
+    expect(bare.status, 'the key is known, so /v1 is only an unknown path').to.equal(404);
+    expect(bare.headers.get('x-ratelimit-limit')).to.equal('10000');
   });
 
   it('keeps the admin endpoints off the public listener', async () => {

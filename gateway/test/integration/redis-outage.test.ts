@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
+import { expectWithinContract, fetchWithinContract } from '../support/openapi-validator';
 import { findRedisServer, freePort, type RedisServer, startRedisOrSkip, startRedisServer } from '../support/redis-server';
 import { burstWithinOneMinute, replicaSecret, type ReplicaSet, startReplicaSet } from '../support/replica-set';
 import type { ServiceProcess } from '../support/service-process';
@@ -7,7 +8,10 @@ import type { ServiceProcess } from '../support/service-process';
 const FALLBACK = /Redis unavailable, counting in memory/;
 const RECOVERY = /Redis is back/;
 
-/** Requests from `workers` loops over every gateway until stopped; records every outcome. */
+/**
+ * Requests from `workers` loops over every gateway until stopped; records every outcome, and as a
+ * failure every response the OpenAPI document does not allow.
+ */
 class Traffic {
   readonly statuses: number[] = [];
   readonly failures: string[] = [];
@@ -23,12 +27,14 @@ class Traffic {
     while (this.running) {
       const started = performance.now();
       try {
-        const response = await fetch(`${url}/v1/pets?limit=1`, {
+        const target = `${url}/v1/pets?limit=1`;
+        const response = await fetch(target, {
           headers: { Authorization: `Bearer ${replicaSecret(keyId)}` },
           signal: AbortSignal.timeout(5000),
         });
-        await response.arrayBuffer();
+        const text = await response.text();
         this.statuses.push(response.status);
+        expectWithinContract('GET', target, { status: response.status, headers: response.headers, text });
       } catch (error) {
         this.failures.push((error as Error).message);
       }
@@ -111,7 +117,7 @@ describe('Redis outage while traffic flows', function () {
       await traffic.stop();
     }
 
-    expect(traffic.failures, 'no request failed at the network level').to.deep.equal([]);
+    expect(traffic.failures, 'no request failed at the network level or broke the contract').to.deep.equal([]);
     expect(traffic.statuses.filter((status) => status !== 200), 'every request succeeded').to.deep.equal([]);
     expect(traffic.slowest, 'no request waited on Redis').to.be.below(2000);
     for (const gateway of replicas.gateways) {
@@ -136,7 +142,7 @@ describe('Redis outage while traffic flows', function () {
     expect(Date.now() - started).to.be.below(10_000);
     expect(gateway.lines.some((line) => /Redis not ready at startup/.test(line))).to.equal(true);
     const url = replicas.urls.at(-1)!;
-    const response = await fetch(`${url}/v1/pets`, { headers: { Authorization: `Bearer ${replicaSecret('steady')}` } });
+    const response = await fetchWithinContract(`${url}/v1/pets`, { headers: { Authorization: `Bearer ${replicaSecret('steady')}` } });
     expect(response.status).to.equal(200);
     expect(response.headers.get('x-ratelimit-limit')).to.equal('1000000');
     await logged(gateway, FALLBACK);

@@ -12,6 +12,7 @@ import { createPetClient } from '../../src/pet-client';
 import type { Limits, PlanName } from '../../src/plans';
 import type { RateLimitSettings } from '../../src/rate-limit-policy';
 import type { RateLimiter } from '../../src/rate-limiter';
+import { fetchWithinContract } from './openapi-validator';
 
 /** A key the stack knows: its secret is `secret-<id>`. */
 export interface StackKey {
@@ -39,7 +40,10 @@ export interface RateLimitStack {
   readonly internalErrors: unknown[];
   now(): number;
   setNow(ms: number): void;
-  /** GET (or `init.method`) a path with the key `keyId`'s secret, or no key when undefined. */
+  /**
+   * GET (or `init.method`) a path with the key `keyId`'s secret, or no key when undefined; the
+   * response is checked against the OpenAPI document.
+   */
   request(path: string, keyId?: string, init?: RequestInit): Promise<Response>;
   close(): Promise<void>;
 }
@@ -100,7 +104,7 @@ export async function startRateLimitStack(options: RateLimitStackOptions): Promi
     request(path, keyId, init = {}) {
       const headers = new Headers(init.headers);
       if (keyId !== undefined) headers.set('Authorization', `Bearer ${secretOf(keyId)}`);
-      return fetch(`${baseUrl}${path}`, { ...init, headers });
+      return fetchWithinContract(`${baseUrl}${path}`, { ...init, headers });
     },
     async close() {
       await Promise.all([closeServer(gateway.server), closeServer(admin.server)]);

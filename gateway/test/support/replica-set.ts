@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { sha256Hex } from '../../src/api-keys';
 import type { Limits, PlanName } from '../../src/plans';
+import { fetchWithinContract } from './openapi-validator';
 import { type ServiceProcess, startService } from './service-process';
 
 export interface ReplicaKey {
@@ -70,11 +71,11 @@ export interface BurstResult {
   readonly resets: Set<string>;
 }
 
-/** `count` concurrent GET /v1/pets with one key, spread round-robin over `urls`. */
+/** `count` concurrent GET /v1/pets with one key, spread round-robin over `urls`, each checked against the OpenAPI document. */
 export async function burst(urls: readonly string[], keyId: string, count: number): Promise<BurstResult> {
   const responses = await Promise.all(
     Array.from({ length: count }, (_, i) =>
-      fetch(`${urls[i % urls.length]}/v1/pets?limit=1`, { headers: { Authorization: `Bearer ${replicaSecret(keyId)}` } }),
+      fetchWithinContract(`${urls[i % urls.length]}/v1/pets?limit=1`, { headers: { Authorization: `Bearer ${replicaSecret(keyId)}` } }),
     ),
   );
   const statuses: number[] = [];

@@ -61,6 +61,18 @@ describe('ApiKeyStore', () => {
     expect(() => ApiKeyStore.load(join(dir, 'missing.yaml'))).to.throw(/API_KEYS_FILE .*missing\.yaml/);
   });
 
+  it('names a YAML syntax error in one line, with its place in the file', () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'keys-')), 'broken.yaml');
+    writeFileSync(file, 'keys:\n  - id: y\n   plan: [free\n');
+    expect(() => ApiKeyStore.load(file)).to.throw(/^API_KEYS_FILE \S+broken\.yaml: [^\n]+ at line 3, column 1$/);
+  });
+
+  it('prefixes the errors of every entry with API_KEYS_FILE and the path', () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'keys-')), 'gold.yaml');
+    writeFileSync(file, `keys:\n  - id: g\n    sha256: ${digest('s')}\n    plan: gold\n`);
+    expect(() => ApiKeyStore.load(file)).to.throw(/^API_KEYS_FILE \S+gold\.yaml: key "g": plan must be one of/);
+  });
+
   it('loads the demo keys shipped for npm start', () => {
     const store = ApiKeyStore.load(join(__dirname, '..', '..', 'config', 'demo-keys.yaml'));
     expect(store.find('demo-free-key-0000')!.plan).to.equal('free');

@@ -23,6 +23,11 @@ describe('grpcStatusToHttp', () => {
     });
   }
 
+  it('promises a retry after one second when the pet service is over capacity, and nothing else', () => {
+    expect(grpcStatusToHttp(Status.RESOURCE_EXHAUSTED, 'busy').headers).to.deep.equal({ 'Retry-After': '1' });
+    expect(grpcStatusToHttp(Status.UNAVAILABLE, 'down').headers).to.deep.equal({});
+  });
+
   it('passes validation messages through with HTTP field names', () => {
     expect(grpcStatusToHttp(Status.INVALID_ARGUMENT, 'page_token: is malformed').message).to.equal('cursor: is malformed');
     expect(grpcStatusToHttp(Status.INVALID_ARGUMENT, 'category_id: must be').message).to.equal('categoryId: must be');
