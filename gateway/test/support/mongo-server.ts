@@ -1,11 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
 import type { Context } from 'mocha';
 import { MongoClient } from 'mongodb';
-import { freePort } from './redis-server';
+import { findExecutable, freePort } from './redis-server';
 import { stopChild } from './service-process';
 
 /**
@@ -31,19 +31,7 @@ const READY_TIMEOUT_MS = 15_000;
 
 /** `FERRETDB_BIN` if set, else `ferretdb` on PATH or where `.ci/install-ferretdb.sh` puts it. */
 export function findFerretDb(): string | undefined {
-  const override = process.env.FERRETDB_BIN;
-  const candidates =
-    override !== undefined && override !== ''
-      ? [override]
-      : [...(process.env.PATH ?? '').split(delimiter).map((dir) => join(dir, 'ferretdb')), '/usr/local/bin/ferretdb'];
-  return candidates.find((path) => {
-    try {
-      accessSync(path, constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
+  return findExecutable('FERRETDB_BIN', 'ferretdb', '/usr/local/bin/ferretdb');
 }
 
 /**

@@ -19,21 +19,24 @@ const READY_TIMEOUT_MS = 10_000;
 
 /** `REDIS_SERVER_BIN` if set, else `redis-server` on PATH or at Debian's path; undefined when none exists. */
 export function findRedisServer(): string | undefined {
-  const override = process.env.REDIS_SERVER_BIN;
+  return findExecutable('REDIS_SERVER_BIN', 'redis-server', '/usr/bin/redis-server');
+}
+
+/** The path in `overrideVariable` if set, else `name` on PATH or at `fallback`, if executable. */
+export function findExecutable(overrideVariable: string, name: string, fallback: string): string | undefined {
+  const override = process.env[overrideVariable];
   const candidates =
     override !== undefined && override !== ''
       ? [override]
-      : [...(process.env.PATH ?? '').split(delimiter).map((dir) => join(dir, 'redis-server')), '/usr/bin/redis-server'];
-  return candidates.find((path) => isExecutable(path));
-}
-
-function isExecutable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
+      : [...(process.env.PATH ?? '').split(delimiter).map((dir) => join(dir, name)), fallback];
+  return candidates.find((path) => {
+    try {
+      accessSync(path, constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
 }
 
 /**
