@@ -1,4 +1,5 @@
 import { status as Status } from '@grpc/grpc-js';
+import { IDEMPOTENCY_KEY_METADATA } from '@petstore/proto';
 import { ApiError, type ErrorCode } from './api-error';
 
 interface Translation {
@@ -31,7 +32,7 @@ const HTTP_FIELD_NAMES: Readonly<Record<string, string>> = {
   page_token: 'cursor',
   page_size: 'limit',
   id: 'petId',
-  'idempotency-key': 'Idempotency-Key',
+  [IDEMPOTENCY_KEY_METADATA]: 'Idempotency-Key',
 };
 
 /** Translates a gRPC error status and its details into the HTTP error a client sees. */

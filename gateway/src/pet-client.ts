@@ -2,6 +2,7 @@ import { type Channel, credentials, Metadata, status as Status, type ServiceErro
 import {
   type CreatePetRequest,
   type CreatePetResponse,
+  IDEMPOTENT_REPLAYED_METADATA,
   type GetPetRequest,
   type GetPetResponse,
   type ListPetsRequest,
@@ -21,9 +22,6 @@ export interface PetClientOptions {
   readonly timeoutMs: number;
   readonly metrics?: GatewayMetrics;
 }
-
-/** Response metadata by which the pet service says a create replayed an earlier one. */
-export const IDEMPOTENT_REPLAYED_METADATA = 'idempotent-replayed';
 
 /** A create's answer, and whether it replays an earlier create with the same idempotency key. */
 export interface CreatedPet extends CreatePetResponse {

@@ -1,4 +1,5 @@
 import { Metadata } from '@grpc/grpc-js';
+import { CALLER_ID_METADATA, IDEMPOTENCY_KEY_METADATA, REQUEST_ID_METADATA } from '@petstore/proto';
 import { type Request, type Response, Router } from 'express';
 import { ApiError } from './api-error';
 import { apiKeyOf } from './authenticate';
@@ -63,8 +64,8 @@ export function createPetsRouter({ petClient, now }: PetsRouterOptions): Router 
       const idempotencyKey = request.headers['idempotency-key'];
       if (idempotencyKey !== undefined) {
         if (!validateIdempotencyKey(idempotencyKey)) throw ApiError.invalid('Idempotency-Key', 'must be 1 to 255 visible ASCII characters');
-        metadata.set('idempotency-key', idempotencyKey as string);
-        metadata.set('x-caller-id', apiKeyOf(response.locals).id);
+        metadata.set(IDEMPOTENCY_KEY_METADATA, idempotencyKey as string);
+        metadata.set(CALLER_ID_METADATA, apiKeyOf(response.locals).id);
       }
       const created = await petClient.createPet({
         name: pet.name,
@@ -93,7 +94,7 @@ export function createPetsRouter({ petClient, now }: PetsRouterOptions): Router 
 /** Carries the request id to the pet service, so both services log the same id. */
 function requestMetadata(request: Request): Metadata {
   const metadata = new Metadata();
-  metadata.set('x-request-id', String(request.id));
+  metadata.set(REQUEST_ID_METADATA, String(request.id));
   return metadata;
 }
 

@@ -1,17 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Metadata } from '@grpc/grpc-js';
+import { CALLER_ID_METADATA, IDEMPOTENCY_KEY_METADATA } from '@petstore/proto';
 import type { IdempotencyClaim, NewPetRecord } from './pet-repository';
 import { PetServiceError } from './pet-service-error';
-
-/** Request metadata: the caller's idempotency key for a create (the gateway's `Idempotency-Key`). */
-export const IDEMPOTENCY_KEY_METADATA = 'idempotency-key';
-/**
- * Request metadata: who is calling (the gateway sends the API key's id). Keys are scoped to it, so
- * two clients that happen to pick the same key never see each other's pets.
- */
-export const CALLER_ID_METADATA = 'x-caller-id';
-/** Response metadata set to `true` when a create returns an earlier create's pet. */
-export const IDEMPOTENT_REPLAYED_METADATA = 'idempotent-replayed';
 
 // Visible ASCII, as in the gateway's OpenAPI document; the bound keeps stored keys small.
 const KEY = /^[\x21-\x7e]{1,255}$/;

@@ -1,10 +1,10 @@
 import { Metadata, status as Status, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
-import type { Pet, PetServiceServer } from '@petstore/proto';
+import { IDEMPOTENT_REPLAYED_METADATA, type Pet, type PetServiceServer, REQUEST_ID_METADATA } from '@petstore/proto';
 import type { Logger } from 'pino';
 import type { PetServiceMetrics } from './metrics';
 import type { PageTokenCodec } from './page-token';
 import type { PetRecord, PetRepository } from './pet-repository';
-import { IDEMPOTENT_REPLAYED_METADATA, idempotencyClaimOf } from './idempotency';
+import { idempotencyClaimOf } from './idempotency';
 import { PetServiceError } from './pet-service-error';
 import { toWireStatus } from './pet-status';
 import { validateCreate, validateGet, validateList } from './pet-validation';
@@ -26,8 +26,6 @@ export function tolerantDeserialize<T>(decode: (bytes: Buffer) => T): (bytes: Bu
   };
 }
 
-/** Metadata key carrying the caller's request id (the gateway's `X-Request-Id`). */
-export const REQUEST_ID_METADATA = 'x-request-id';
 
 export interface HandlerDependencies {
   readonly repository: PetRepository;

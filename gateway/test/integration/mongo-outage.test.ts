@@ -5,6 +5,7 @@ import { petServiceHealthCheck } from '../../src/readiness';
 import { startMongoOrSkip, skipUnlessControllable, type MongoServer } from '../support/mongo-server';
 import { expectMatchesContract } from '../support/openapi-validator';
 import { startTestStack, TEST_KEYS, type TestStack } from '../support/test-stack';
+import { waitFor } from '../support/wait-for';
 
 const AUTH = { authorization: `Bearer ${TEST_KEYS.enterprise}` };
 
@@ -55,7 +56,7 @@ describe('gateway and pet service while MongoDB is unreachable (real FerretDB, s
     expect(notServing).to.match(/NOT_SERVING/);
 
     await server.restart();
-    await waitFor(() => stack.petService.storeHealth.probe());
+    await waitFor(() => stack.petService.storeHealth.probe(), 15_000);
     await health();
     const listed = await send('GET', '/v1/pets');
     expect(listed.status).to.equal(200);
@@ -64,12 +65,3 @@ describe('gateway and pet service while MongoDB is unreachable (real FerretDB, s
     channel.close();
   });
 });
-
-/** Polls a condition that another process makes true; bounded, so a broken one fails the test. */
-async function waitFor(condition: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`condition not met in ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}

@@ -6,6 +6,7 @@ import { MongoPetRepository } from '../../src/mongo-pet-repository';
 import { IDEMPOTENCY_WINDOW_MS } from '../../src/pet-repository';
 import { PetServiceError } from '../../src/pet-service-error';
 import { describePetRepositoryContract } from '../contract/pet-repository-contract';
+import { waitFor } from '../../../gateway/test/support/wait-for';
 
 describe('MongoPetRepository against a real MongoDB-wire server', function () {
   let server: MongoServer;
@@ -136,7 +137,7 @@ describe('MongoPetRepository against a real MongoDB-wire server', function () {
           expect((await keys.indexes()).some((index) => index.expireAfterSeconds === 0)).to.equal(true);
           return;
         }
-        await waitFor(async () => (await keys.countDocuments({ _id: 'c old' as never })) === 0);
+        await waitFor(async () => (await keys.countDocuments({ _id: 'c old' as never })) === 0, 10_000);
         expect(await keys.countDocuments({})).to.equal(1);
       } finally {
         await repository.close();
@@ -164,7 +165,7 @@ describe('MongoPetRepository against a real MongoDB-wire server', function () {
           expect(Date.now() - started).to.be.below(3000);
         }
         await server.restart();
-        await waitFor(() => repository.ping().then(() => true, () => false));
+        await waitFor(() => repository.ping().then(() => true, () => false), 10_000);
         expect(await repository.get(created.id)).to.deep.equal(created);
       } finally {
         await repository.close();
@@ -179,13 +180,4 @@ function stagesOf(plan: Document): string[] {
     if (child !== undefined) stages.push(...stagesOf(child as Document));
   }
   return stages;
-}
-
-/** Polls a condition that another process makes true; bounded, so a broken one fails the test. */
-async function waitFor(condition: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`condition not met in ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
