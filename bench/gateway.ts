@@ -6,13 +6,15 @@
  * falls on both alike. Servers and the load generator (autocannon, in this process) each run in
  * their own process.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { credentials } from '@grpc/grpc-js';
-import { PetServiceClient } from '@petstore/proto';
+import { credentials, Metadata } from '@grpc/grpc-js';
+import { PetServiceClient, PetStatus } from '@petstore/proto';
 import autocannon from 'autocannon';
 import { sha256Hex } from '../gateway/src/api-keys';
+import { createPetClient } from '../gateway/src/pet-client';
+import { findRedisServer, startRedisServer, type RedisServer } from '../gateway/test/support/redis-server';
 import { startService, type ServiceProcess } from '../gateway/test/support/service-process';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -35,6 +37,8 @@ const RUNTIME = {
   petService: { compiled: true, nodeFlags: ['--max-semi-space-size=4', '--max-old-space-size=128', ...profileFlags()] },
 };
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
+/** Workers of the cluster run (GATEWAY_WORKERS, with Redis as the shared store); 1 skips that run. */
+const WORKERS = Number(process.env.BENCH_WORKERS ?? cpus().length);
 const SEED_PETS = 10_000;
 const READ_PATH = '/v1/pets?limit=20';
 const NEW_PET = '{"name":"Bench","categoryId":42,"status":"pending"}';
@@ -44,6 +48,8 @@ interface Figures {
   rps: number;
   p50: number;
   p99: number;
+  /** CPU time per request, in µs, of each process group named by the target. */
+  cpu: Record<string, number>;
 }
 
 interface Target {
@@ -52,11 +58,42 @@ interface Target {
   secret?: string;
   body?: string;
   expect: number;
+  /** Process groups whose CPU is charged to this side (the load generator is always added). */
+  processes: Record<string, () => number[]>;
+}
+
+const LOAD_GENERATOR = 'load generator';
+
+/** User plus system CPU seconds of a process, from /proc (clock ticks of 1/100 s). */
+function cpuSeconds(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0; // exited meanwhile
+  }
+}
+
+/** A process and all its descendants (the cluster primary and its workers). */
+function processTree(pid: number): number[] {
+  const pids = [pid];
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    const children = readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim();
+    if (children !== '') for (const child of children.split(' ')) pids.push(...processTree(Number(child)));
+  }
+  return pids;
+}
+
+function cpuOf(groups: Record<string, () => number[]>): Record<string, number> {
+  const seconds: Record<string, number> = { [LOAD_GENERATOR]: process.cpuUsage().user / 1e6 + process.cpuUsage().system / 1e6 };
+  for (const [name, pids] of Object.entries(groups)) seconds[name] = pids().reduce((sum, pid) => sum + cpuSeconds(pid), 0);
+  return seconds;
 }
 
 const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 async function load(target: Target, seconds: number): Promise<Figures> {
+  const cpuBefore = cpuOf(target.processes);
   const result = await autocannon({
     url: target.url,
     method: target.method ?? 'GET',
@@ -73,7 +110,10 @@ async function load(target: Target, seconds: number): Promise<Figures> {
   if (result.errors > 0 || expected !== result.requests.total) {
     throw new Error(`${target.method ?? 'GET'} ${target.url}: ${result.errors} errors, ${expected}/${result.requests.total} were ${target.expect}`);
   }
-  return { rps: result.requests.total / result.duration, p50: result.latency.p50, p99: result.latency.p99 };
+  const cpuAfter = cpuOf(target.processes);
+  const cpu: Record<string, number> = {};
+  for (const name in cpuAfter) cpu[name] = ((cpuAfter[name]! - cpuBefore[name]!) * 1e6) / result.requests.total;
+  return { rps: result.requests.total / result.duration, p50: result.latency.p50, p99: result.latency.p99, cpu };
 }
 
 /** Alternating rounds of `a` and `b` after a warm-up of each; the medians of each side. */
@@ -89,10 +129,13 @@ async function compare(name: string, a: Target, b: Target): Promise<{ a: Figures
     rps: median(figures.map((f) => f.rps)),
     p50: median(figures.map((f) => f.p50)),
     p99: median(figures.map((f) => f.p99)),
+    cpu: Object.fromEntries(Object.keys(figures[0]!.cpu).map((key) => [key, median(figures.map((f) => f.cpu[key]!))])),
   });
   const result = { a: summarise(runs.a), b: summarise(runs.b) };
   const show = (label: string, f: Figures) => `${label} ${f.rps.toFixed(0)} req/s, p50 ${f.p50} ms, p99 ${f.p99} ms`;
+  const showCpu = (f: Figures) => Object.entries(f.cpu).map(([key, micros]) => `${key} ${micros.toFixed(0)}`).join(', ');
   console.log(`${name}: ${show('gateway', result.a)} | ${show('bare', result.b)}`);
+  console.log(`${' '.repeat(name.length)}  CPU µs per request: ${showCpu(result.a)} | ${showCpu(result.b)}`);
   return result;
 }
 
@@ -158,19 +201,21 @@ async function main(): Promise<void> {
   );
 
   const processes: ServiceProcess[] = [];
+  let redis: RedisServer | undefined;
+  const gatewayEnv = (petService: ServiceProcess) => ({
+    PET_SERVICE_ADDR: `127.0.0.1:${petService.port}`,
+    API_KEYS_FILE: keysFile,
+    REDIS_URL: '',
+    BAN_THRESHOLD: '1000000000',
+    LOG_LEVEL: 'info',
+  });
   try {
     // Pinned empty whatever the caller's environment says: the issue measures the embedded store
     // and the in-memory limiter.
     const petService = await startService('pet-service', { LOG_LEVEL: 'info', MONGODB_URI: '' }, RUNTIME.petService);
     processes.push(petService);
     await seed(petService.port);
-    const gateway = await startService('gateway', {
-      PET_SERVICE_ADDR: `127.0.0.1:${petService.port}`,
-      API_KEYS_FILE: keysFile,
-      REDIS_URL: '',
-      BAN_THRESHOLD: '1000000000',
-      LOG_LEVEL: 'info',
-    }, RUNTIME.gateway);
+    const gateway = await startService('gateway', gatewayEnv(petService), RUNTIME.gateway);
     processes.push(gateway);
     const gatewayUrl = `http://127.0.0.1:${gateway.port}`;
 
@@ -191,8 +236,12 @@ async function main(): Promise<void> {
     await fetch(`${gatewayUrl}${READ_PATH}`, { headers: { authorization: `Bearer ${SECRETS.limited}` } });
     for (const service of processes) stopCollectingLogs(service);
 
-    const gatewayRead: Target = { url: `${gatewayUrl}${READ_PATH}`, secret: SECRETS.bench, expect: 200 };
-    const bareRead: Target = { url: `${bareUrl}${READ_PATH}`, expect: 200 };
+    const proxied = { gateway: () => [gateway.child.pid!], 'pet service': () => [petService.child.pid!] };
+    const direct = { bare: () => [bare.child.pid!] };
+    const gatewayRead: Target = { url: `${gatewayUrl}${READ_PATH}`, secret: SECRETS.bench, expect: 200, processes: proxied };
+    const bareRead: Target = { url: `${bareUrl}${READ_PATH}`, expect: 200, processes: direct };
+    const gatewayWrite: Target = { url: `${gatewayUrl}/v1/pets`, method: 'POST', secret: SECRETS.bench, body: NEW_PET, expect: 201, processes: proxied };
+    const bareWrite: Target = { url: `${bareUrl}/v1/pets`, method: 'POST', body: NEW_PET, expect: 201, processes: direct };
 
     // Leak check first, while the store holds a fixed 10,000 pets: reads allocate nothing that lasts.
     await load(gatewayRead, SOAK_WARMUP_SECONDS);
@@ -204,20 +253,46 @@ async function main(): Promise<void> {
     resetPeak(petService.child.pid!);
     const read = await compare('read   GET /v1/pets?limit=20', gatewayRead, bareRead);
     const peak = { gateway: memory(gateway.child.pid!).peakMb, petService: memory(petService.child.pid!).peakMb };
-    const write = await compare(
-      'write  POST /v1/pets',
-      { url: `${gatewayUrl}/v1/pets`, method: 'POST', secret: SECRETS.bench, body: NEW_PET, expect: 201 },
-      { url: `${bareUrl}/v1/pets`, method: 'POST', body: NEW_PET, expect: 201 },
-    );
+    const write = await compare('write  POST /v1/pets', gatewayWrite, bareWrite);
     const callsBefore = await petServiceCalls(petService.adminPort);
     const reject = await compare('reject GET over the limit (429)', { ...gatewayRead, secret: SECRETS.limited, expect: 429 }, bareRead);
     const rejectedCalls = (await petServiceCalls(petService.adminPort)) - callsBefore;
+    const grpc = await grpcAlone(petService);
+    await gateway.stop();
+
+    let cluster: { read: { a: Figures; b: Figures }; write: { a: Figures; b: Figures } } | undefined;
+    if (WORKERS > 1) {
+      const binary = findRedisServer();
+      if (binary === undefined) throw new Error('redis-server not found: GATEWAY_WORKERS needs Redis (or set BENCH_WORKERS=1)');
+      redis = await startRedisServer(binary);
+      const workers = await startService('gateway', { ...gatewayEnv(petService), REDIS_URL: redis.url, GATEWAY_WORKERS: String(WORKERS) }, RUNTIME.gateway);
+      processes.push(workers);
+      stopCollectingLogs(workers);
+      const url = `http://127.0.0.1:${workers.port}`;
+      const groups = { gateway: () => processTree(workers.child.pid!), 'pet service': () => [petService.child.pid!], redis: () => [redis!.pid] };
+      console.log('');
+      console.log(`GATEWAY_WORKERS=${WORKERS}: a cluster primary and ${WORKERS} workers sharing the port, counters in a local redis-server`);
+      cluster = {
+        read: await compare('read   GET /v1/pets?limit=20', { ...gatewayRead, url: `${url}${READ_PATH}`, processes: groups }, bareRead),
+        write: await compare('write  POST /v1/pets', { ...gatewayWrite, url: `${url}/v1/pets`, processes: groups }, bareWrite),
+      };
+    }
 
     const growth = (name: 'gateway' | 'petService') => (afterSoak[name].rssMb / afterWarmup[name].rssMb - 1) * 100;
+    const ratio = (figures: { a: Figures; b: Figures }) => (figures.a.rps / figures.b.rps).toFixed(2);
     console.log('');
-    console.log(`read ratio       ${(read.a.rps / read.b.rps).toFixed(2)}  (target >= 0.5)`);
-    console.log(`write ratio      ${(write.a.rps / write.b.rps).toFixed(2)}  (target >= 0.4)`);
-    console.log(`rejection ratio  ${(reject.a.rps / reject.b.rps).toFixed(2)}  (target >= 0.8; 429s per second / bare read per second, same rounds)`);
+    console.log(`gRPC alone: ListPets of 20 from the harness over the gateway's client, ${CONNECTIONS} in flight: ${grpc.rate.toFixed(0)} calls/s;`);
+    console.log(`  CPU µs per call: client ${grpc.client.toFixed(0)}, pet service ${grpc.server.toFixed(0)}`);
+    const floor = read.b.cpu.bare! + grpc.client + grpc.server;
+    console.log(`  so a proxied read costs at least ${floor.toFixed(0)} µs of CPU (bare HTTP + gRPC client + pet service) against the bare server's ${read.b.cpu.bare!.toFixed(0)}`);
+    // Every process shares the same cores: even a gateway whose own code cost nothing could not
+    // serve more reads per second than the cores divided by that floor and the load generator's share.
+    const ceiling = (cpus().length * 1e6) / (floor + read.a.cpu[LOAD_GENERATOR]!);
+    console.log(`  ceiling on ${cpus().length} cores with no gateway code at all: ${ceiling.toFixed(0)} req/s, a read ratio of ${(ceiling / read.b.rps).toFixed(2)}`);
+    console.log('');
+    console.log(`read ratio       ${ratio(read)}  (target >= 0.5)${cluster === undefined ? '' : `; ${WORKERS} workers: ${ratio(cluster.read)}`}`);
+    console.log(`write ratio      ${ratio(write)}  (target >= 0.4)${cluster === undefined ? '' : `; ${WORKERS} workers: ${ratio(cluster.write)}`}`);
+    console.log(`rejection ratio  ${ratio(reject)}  (target >= 0.8; 429s per second / bare read per second, same rounds)`);
     console.log(`pet service calls during the rejection rounds: ${rejectedCalls} (must be 0)`);
     console.log(`peak RSS during reads: gateway ${peak.gateway.toFixed(0)} MB, pet service ${peak.petService.toFixed(0)} MB (target < 150 MB each)`);
     for (const name of ['gateway', 'petService'] as const) {
@@ -227,6 +302,43 @@ async function main(): Promise<void> {
     }
   } finally {
     await Promise.all(processes.map((service) => service.stop()));
+    await redis?.stop();
+  }
+}
+
+/**
+ * The gRPC hop on its own: ListPets pages of 20 from this process through the gateway's own
+ * client code, as many in flight as the HTTP runs have connections. What it costs per call on
+ * each side is the part of a proxied read that no gateway code can remove.
+ */
+async function grpcAlone(petService: ServiceProcess): Promise<{ rate: number; client: number; server: number }> {
+  const client = createPetClient({ target: `127.0.0.1:${petService.port}`, timeoutMs: 5000 });
+  const request = { pageSize: 20, pageToken: '', status: PetStatus.PET_STATUS_UNSPECIFIED };
+  const run = async (seconds: number): Promise<number> => {
+    let calls = 0;
+    const end = Date.now() + seconds * 1000;
+    await Promise.all(
+      Array.from({ length: CONNECTIONS }, async () => {
+        while (Date.now() < end) {
+          await client.listPets(request, new Metadata());
+          calls += 1;
+        }
+      }),
+    );
+    return calls;
+  };
+  try {
+    await run(WARMUP_SECONDS);
+    const before = { client: process.cpuUsage(), server: cpuSeconds(petService.child.pid!) };
+    const calls = await run(ROUND_SECONDS);
+    const used = process.cpuUsage(before.client);
+    return {
+      rate: calls / ROUND_SECONDS,
+      client: (used.user + used.system) / calls,
+      server: ((cpuSeconds(petService.child.pid!) - before.server) * 1e6) / calls,
+    };
+  } finally {
+    client.close();
   }
 }
 

@@ -1,6 +1,5 @@
 import express, { type Express } from 'express';
 import type { Logger } from 'pino';
-import type { Registry } from 'prom-client';
 import { ApiError } from './api-error';
 import { createErrorHandler, type InternalErrorListener, notFound } from './error-handler';
 import { keySubject } from './rate-limit-policy';
@@ -8,7 +7,8 @@ import type { RateLimiter } from './rate-limiter';
 import type { ReadinessCheck } from './readiness';
 
 export interface AdminAppOptions {
-  readonly registry: Registry;
+  /** What /metrics serves: this process's registry, or the workers' summed by the cluster primary. */
+  readonly registry: { readonly contentType: string; metrics(): Promise<string> };
   /** Named dependency checks; all must pass for readiness. */
   readonly readinessChecks: Readonly<Record<string, ReadinessCheck>>;
   /**

@@ -25,6 +25,8 @@ export interface GatewayConfig {
   readonly logLevel: string;
   readonly logPretty: boolean;
   readonly shutdownTimeoutMs: number;
+  /** Processes serving the public port (Node's cluster module); more than 1 needs `redisUrl`. */
+  readonly workers: number;
 }
 
 const listenPort = makeValidator<number>((input) => {
@@ -108,11 +110,17 @@ export function parseConfig(
       LOG_LEVEL: str({ default: 'info', choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] }),
       LOG_PRETTY: bool({ default: false, desc: 'Human-readable logs, for development' }),
       SHUTDOWN_TIMEOUT_MS: positiveInteger({ default: 10000, desc: 'Longest wait for in-flight requests on SIGTERM' }),
+      GATEWAY_WORKERS: positiveInteger({ default: 1, desc: 'Worker processes sharing the public port; more than 1 needs REDIS_URL' }),
     },
     { reporter: throwOnError },
   );
   if (!(parsed.PET_SERVICE_TIMEOUT_MS > 0)) throw new Error('invalid configuration: PET_SERVICE_TIMEOUT_MS: must be positive');
   if (!(parsed.REDIS_STARTUP_WAIT_MS >= 0)) throw new Error('invalid configuration: REDIS_STARTUP_WAIT_MS: must not be negative');
+  if (parsed.GATEWAY_WORKERS > 64) throw new Error('invalid configuration: GATEWAY_WORKERS: must be at most 64');
+  if (parsed.GATEWAY_WORKERS > 1 && parsed.REDIS_URL === '') {
+    // Each worker would keep its own counters: a key could make N times its plan's requests.
+    throw new Error('invalid configuration: GATEWAY_WORKERS: more than 1 needs REDIS_URL, so that every worker counts against the same limits');
+  }
   if (parsed.LOG_PRETTY) {
     if (env.NODE_ENV === 'production') throw new Error('invalid configuration: LOG_PRETTY: must be false when NODE_ENV=production');
     if (!prettyAvailable()) throw new Error('invalid configuration: LOG_PRETTY: pino-pretty is not installed (a development dependency)');
@@ -135,6 +143,7 @@ export function parseConfig(
     logLevel: parsed.LOG_LEVEL,
     logPretty: parsed.LOG_PRETTY,
     shutdownTimeoutMs: parsed.SHUTDOWN_TIMEOUT_MS,
+    workers: parsed.GATEWAY_WORKERS,
   });
 }
 

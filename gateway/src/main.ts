@@ -1,8 +1,11 @@
+import cluster from 'node:cluster';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { Registry } from 'prom-client';
 import { createAdminApp } from './admin-app';
 import { ApiKeyStore } from './api-keys';
 import { createApp } from './app';
+import { answerMetricsRequests, collectWorkerMetrics } from './cluster-metrics';
 import { type GatewayConfig, parseConfig } from './config';
 import { installCrashHandlers } from './crash-handlers';
 import { FallbackRateLimiter } from './fallback-rate-limiter';
@@ -15,7 +18,10 @@ import type { RateLimiter } from './rate-limiter';
 import { petServiceHealthCheck, type ReadinessCheck } from './readiness';
 import { connectRedis, waitUntilReady } from './redis-connection';
 import { RedisRateLimiter } from './redis-rate-limiter';
+import { startWorkerPool } from './worker-pool';
 
+/** How long the primary waits for a worker's metrics before leaving it out of a scrape. */
+const WORKER_METRICS_TIMEOUT_MS = 1000;
 const DEMO_KEYS_FILE = join(__dirname, '..', 'config', 'demo-keys.yaml');
 
 function loadSettings(): { config: GatewayConfig; apiKeys: ApiKeyStore } {
@@ -35,9 +41,9 @@ interface Limiter {
 }
 
 /** In-memory counters, or Redis with them as the outage fallback. Waits a bounded time for Redis. */
-async function createLimiter(config: GatewayConfig, logger: Logger, metrics: GatewayMetrics): Promise<Limiter> {
+async function createLimiter(config: GatewayConfig, logger: Logger, metrics?: GatewayMetrics): Promise<Limiter> {
   const memory = new MemoryRateLimiter({ now: Date.now });
-  metrics.rateLimiterFallback.set(0);
+  metrics?.rateLimiterFallback.set(0);
   if (config.redisUrl === undefined) return { limiter: memory };
   const redis = connectRedis({ url: config.redisUrl, commandTimeoutMs: config.redisCommandTimeoutMs });
   if (!(await waitUntilReady(redis, config.redisStartupWaitMs))) {
@@ -47,7 +53,7 @@ async function createLimiter(config: GatewayConfig, logger: Logger, metrics: Gat
     primary: new RedisRateLimiter({ redis, now: Date.now }),
     fallback: memory,
     log: ({ msg, usingFallback, error }) => {
-      metrics.rateLimiterFallback.set(usingFallback ? 1 : 0);
+      metrics?.rateLimiterFallback.set(usingFallback ? 1 : 0);
       logger.warn({ error }, msg);
     },
   });
@@ -59,8 +65,15 @@ async function createLimiter(config: GatewayConfig, logger: Logger, metrics: Gat
   };
 }
 
-async function main({ config, apiKeys }: ReturnType<typeof loadSettings>, logger: Logger): Promise<void> {
+type Settings = ReturnType<typeof loadSettings>;
+
+/**
+ * One process serving both ports; or, as a cluster worker (GATEWAY_WORKERS > 1), the public port
+ * only, with its metrics collected by the primary.
+ */
+async function serve({ config, apiKeys }: Settings, logger: Logger): Promise<void> {
   const metrics = createMetrics();
+  if (cluster.isWorker) answerMetricsRequests(metrics.registry);
   const petClient = createPetClient({ target: config.petServiceAddress, timeoutMs: config.petServiceTimeoutMs, metrics });
   const { limiter, redisCheck } = await createLimiter(config, logger, metrics);
   let draining = false;
@@ -77,57 +90,143 @@ async function main({ config, apiKeys }: ReturnType<typeof loadSettings>, logger
     },
     trustProxy: config.trustProxy,
   });
-  const petServiceReady = petServiceHealthCheck(petClient.channel, config.petServiceTimeoutMs);
-  const admin = createAdminApp({
-    registry: metrics.registry,
-    readinessChecks: { petService: petServiceReady },
-    reportedChecks: redisCheck === undefined ? {} : { redis: redisCheck },
-    draining: () => draining,
-    limiter,
-    logger,
-  });
   const publicServer = await listen(app, config.host, config.port);
-  const adminServer = await listen(admin, config.adminHost, config.adminPort);
-  logger.info(
-    {
-      port: publicServer.port,
-      adminPort: adminServer.port,
-      petService: config.petServiceAddress,
-      rateLimitStore: config.redisUrl === undefined ? 'memory' : 'redis',
-    },
-    'gateway listening',
-  );
+  let adminServer: Awaited<ReturnType<typeof listen>> | undefined;
+  if (cluster.isWorker) {
+    logger.info({ port: publicServer.port }, 'gateway worker serving');
+  } else {
+    const admin = createAdminApp({
+      registry: metrics.registry,
+      readinessChecks: { petService: petServiceHealthCheck(petClient.channel, config.petServiceTimeoutMs) },
+      reportedChecks: redisCheck === undefined ? {} : { redis: redisCheck },
+      draining: () => draining,
+      limiter,
+      logger,
+    });
+    adminServer = await listen(admin, config.adminHost, config.adminPort);
+    logListening(config, logger, publicServer.port, adminServer.port);
+  }
 
   // SIGTERM: readiness fails first, then the listener closes to new connections, in-flight
   // requests finish, clients close, and the process exits within SHUTDOWN_TIMEOUT_MS.
+  shutdownOnSignal(logger, config.shutdownTimeoutMs, () => (draining = true), async () => {
+    await closeGracefully(publicServer.server);
+    petClient.close();
+    await limiter.close();
+    if (adminServer !== undefined) await closeGracefully(adminServer.server);
+    return 0;
+  });
+}
+
+/**
+ * On the first SIGTERM or SIGINT: `begin` (readiness fails from then on), then `drain`. Exits with
+ * the code `drain` resolves to; with 1 if it fails, or if it is still running after `timeoutMs`
+ * (after calling `abandon`).
+ */
+function shutdownOnSignal(
+  logger: Logger,
+  timeoutMs: number,
+  begin: () => void,
+  drain: () => Promise<number>,
+  abandon: () => void = () => undefined,
+): void {
+  let started = false;
   const stop = (signal: string): void => {
-    if (draining) return;
-    draining = true;
+    if (started) return;
+    started = true;
+    begin();
     logger.info({ signal }, 'shutting down');
     setTimeout(() => {
-      logger.error('in-flight requests outlived SHUTDOWN_TIMEOUT_MS; exiting');
+      logger.error('shutdown outlived SHUTDOWN_TIMEOUT_MS; exiting');
+      abandon();
       flushThenExit(logger, 1);
-    }, config.shutdownTimeoutMs).unref();
-    closeGracefully(publicServer.server)
-      .then(async () => {
-        petClient.close();
-        await limiter.close();
-        await closeGracefully(adminServer.server);
-        logger.info('stopped');
-        flushThenExit(logger, 0);
-      })
-      .catch((error: unknown) => {
+    }, timeoutMs).unref();
+    drain().then(
+      (code) => {
+        logger.info({ code }, 'stopped');
+        flushThenExit(logger, code);
+      },
+      (error: unknown) => {
         logger.error({ err: error }, 'shutdown failed');
         flushThenExit(logger, 1);
-      });
+      },
+    );
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
 }
 
+function logListening(config: GatewayConfig, logger: Logger, port: number, adminPort: number): void {
+  logger.info(
+    {
+      port,
+      adminPort,
+      petService: config.petServiceAddress,
+      rateLimitStore: config.redisUrl === undefined ? 'memory' : 'redis',
+      workers: config.workers,
+    },
+    'gateway listening',
+  );
+}
+
+/**
+ * The cluster primary (GATEWAY_WORKERS > 1): it forks the workers, replaces any that die, and
+ * serves the admin port itself: /metrics summed over the workers, readiness that also needs every
+ * worker serving, and ban lifts in the shared Redis store. It handles no public request.
+ */
+async function supervise({ config }: Settings, logger: Logger): Promise<void> {
+  const pool = startWorkerPool({ count: config.workers, logger });
+  const petClient = createPetClient({ target: config.petServiceAddress, timeoutMs: config.petServiceTimeoutMs });
+  // Awaited together, so a worker that dies while Redis is awaited is a start-up failure, not an
+  // unhandled rejection.
+  const [port, { limiter, redisCheck }] = await Promise.all([pool.listening, createLimiter(config, logger)]);
+  let draining = false;
+  const admin = createAdminApp({
+    registry: {
+      contentType: Registry.PROMETHEUS_CONTENT_TYPE,
+      metrics: () => collectWorkerMetrics(pool.serving(), WORKER_METRICS_TIMEOUT_MS),
+    },
+    readinessChecks: {
+      petService: petServiceHealthCheck(petClient.channel, config.petServiceTimeoutMs),
+      workers: async () => {
+        const serving = pool.serving().length;
+        if (serving < config.workers) throw new Error(`${serving} of ${config.workers} workers serving`);
+      },
+    },
+    reportedChecks: redisCheck === undefined ? {} : { redis: redisCheck },
+    draining: () => draining,
+    limiter,
+    logger,
+  });
+  const adminServer = await listen(admin, config.adminHost, config.adminPort);
+  logListening(config, logger, port, adminServer.port);
+
+  // SIGTERM: readiness fails, then every worker drains as a single process would; the primary
+  // exits 0 once all have exited cleanly, and 1 otherwise. Workers still alive a second after
+  // SHUTDOWN_TIMEOUT_MS are killed, so none outlives the primary.
+  shutdownOnSignal(
+    logger,
+    config.shutdownTimeoutMs + 1000,
+    () => (draining = true),
+    async () => {
+      const clean = await pool.stop();
+      petClient.close();
+      await limiter.close();
+      await closeGracefully(adminServer.server);
+      return clean ? 0 : 1;
+    },
+    () => pool.kill(),
+  );
+}
+
 const settings = loadSettings();
-const logger = createLogger({ level: settings.config.logLevel, pretty: settings.config.logPretty });
+const logger = createLogger({
+  level: settings.config.logLevel,
+  pretty: settings.config.logPretty,
+  worker: cluster.isWorker ? cluster.worker!.id : undefined,
+});
 installCrashHandlers(logger);
+const main = settings.config.workers > 1 && cluster.isPrimary ? supervise : serve;
 main(settings, logger).catch((error: unknown) => {
   logger.fatal({ err: error }, 'gateway failed to start');
   flushThenExit(logger, 1);

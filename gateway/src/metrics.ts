@@ -42,6 +42,8 @@ export function createMetrics(): GatewayMetrics {
     rateLimiterFallback: new Gauge({
       name: 'rate_limiter_fallback',
       help: '1 while limits are kept in memory because Redis is unreachable, else 0.',
+      // With GATEWAY_WORKERS the primary combines the workers' values: 1 if any worker falls back.
+      aggregator: 'max',
       registers,
     }),
     grpcClientCalls: new Counter({

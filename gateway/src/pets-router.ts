@@ -1,6 +1,6 @@
 import { Metadata } from '@grpc/grpc-js';
 import { CALLER_ID_METADATA, IDEMPOTENCY_KEY_METADATA, REQUEST_ID_METADATA } from '@petstore/proto';
-import { type Request, type Response, Router } from 'express';
+import { type Response, Router } from 'express';
 import { ApiError } from './api-error';
 import { apiKeyOf } from './authenticate';
 import { deprecated } from './deprecation';
@@ -9,6 +9,7 @@ import { jsonBody } from './json-body';
 import { INT64_MAX } from './openapi';
 import type { PetClient } from './pet-client';
 import { petsToJson, petToJson, toWireStatus } from './pet-json';
+import { requestIdOf } from './request-logging';
 
 export interface PetsRouterOptions {
   readonly petClient: PetClient;
@@ -49,7 +50,7 @@ export function createPetsRouter({ petClient, now }: PetsRouterOptions): Router 
         pageSize: query.limit,
         pageToken: query.cursor ?? '',
         status: toWireStatus(query.status),
-      }, requestMetadata(request));
+      }, requestMetadata(response));
       if (nextPageToken !== '') response.set('Link', nextLink(query, nextPageToken));
       sendJson(response, 200, petsToJson(pets));
     })
@@ -60,7 +61,7 @@ export function createPetsRouter({ petClient, now }: PetsRouterOptions): Router 
       }
       if (!validateNewPet(body)) throw new ApiError(400, 'invalid_request', describeFirstError(validateNewPet.errors, 'body'));
       const pet = body as NewPetBody;
-      const metadata = requestMetadata(request);
+      const metadata = requestMetadata(response);
       const idempotencyKey = request.headers['idempotency-key'];
       if (idempotencyKey !== undefined) {
         if (!validateIdempotencyKey(idempotencyKey)) throw ApiError.invalid('Idempotency-Key', 'must be 1 to 255 visible ASCII characters');
@@ -83,7 +84,7 @@ export function createPetsRouter({ petClient, now }: PetsRouterOptions): Router 
     .get(deprecated(now), async (request, response) => {
       const petId = String(request.params.petId);
       if (!PET_ID.test(petId) || BigInt(petId) > INT64_MAX) throw ApiError.invalid('petId', 'must be a positive int64');
-      const { pet } = await petClient.getPet({ id: petId }, requestMetadata(request));
+      const { pet } = await petClient.getPet({ id: petId }, requestMetadata(response));
       sendJson(response, 200, petToJson(pet!));
     })
     .all(methodNotAllowed('GET, HEAD'));
@@ -92,9 +93,9 @@ export function createPetsRouter({ petClient, now }: PetsRouterOptions): Router 
 }
 
 /** Carries the request id to the pet service, so both services log the same id. */
-function requestMetadata(request: Request): Metadata {
+function requestMetadata(response: Response): Metadata {
   const metadata = new Metadata();
-  metadata.set(REQUEST_ID_METADATA, String(request.id));
+  metadata.set(REQUEST_ID_METADATA, requestIdOf(response));
   return metadata;
 }
 

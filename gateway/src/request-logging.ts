@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Request, RequestHandler } from 'express';
-import { type Logger, stdSerializers } from 'pino';
-import { pinoHttp } from 'pino-http';
+import type { Request, RequestHandler, Response } from 'express';
+import type { Logger } from 'pino';
 
 const SANE_REQUEST_ID = /^[A-Za-z0-9._~:+/=-]{1,128}$/;
 
@@ -24,37 +23,42 @@ export function assignRequestId(request: IncomingMessage, response: ServerRespon
   return id;
 }
 
-/**
- * One log line per request: method, route, status, duration (ms), key id and request id. Never the
- * key or the Authorization header.
- */
-export function createRequestLogging(logger: Logger): RequestHandler {
-  const line = (request: IncomingMessage, response: ServerResponse, value: { duration?: number }) => ({
-    method: request.method,
-    route: routeOf(request),
-    status: response.statusCode,
-    duration: value.duration,
-    keyId: (response as unknown as { locals?: { apiKey?: { id: string } } }).locals?.apiKey?.id,
-  });
-  return pinoHttp({
-    logger,
-    genReqId: assignRequestId,
-    // pino-http builds a child logger bound to the serialised request on every request, even when
-    // quiet; the line above carries what is needed, so serialising (and redacting) the request,
-    // about a tenth of the gateway's CPU per request, buys nothing.
-    wrapSerializers: false,
-    serializers: { req: omit, res: omit, err: stdSerializers.err },
-    quietReqLogger: true,
-    quietResLogger: true,
-    customAttributeKeys: { reqId: 'requestId', responseTime: 'duration' },
-    customLogLevel: (_request, response, error) => (error !== undefined || response.statusCode >= 500 ? 'error' : 'info'),
-    customSuccessObject: line,
-    customErrorObject: (request, response, error, value) => ({ ...line(request, response, value), err: error }),
-    customSuccessMessage: () => 'request',
-    customErrorMessage: () => 'request failed',
-  }) as unknown as RequestHandler;
+/** The id {@link createRequestLogging} gave a request. */
+export function requestIdOf(response: Response): string {
+  return response.locals.requestId as string;
 }
 
-function omit(): undefined {
-  return undefined;
+/**
+ * One log line per request, when its response is finished: method, route, status, duration (ms),
+ * key id and request id; never the key or the Authorization header. A 5xx is logged at error level
+ * as `request failed`; a response the client abandoned before it was finished, as `request aborted`.
+ * The id is kept for {@link requestIdOf}: it travels to the pet service as gRPC metadata.
+ *
+ * Written by hand rather than with pino-http: that builds two child loggers and a serialised
+ * request for every request, which was about a tenth of the gateway's CPU per proxied call.
+ */
+export function createRequestLogging(logger: Logger): RequestHandler {
+  return (request, response, next) => {
+    const start = process.hrtime.bigint();
+    const requestId = assignRequestId(request, response);
+    response.locals.requestId = requestId;
+    const done = (): void => {
+      response.removeListener('finish', done);
+      response.removeListener('close', done);
+      const line = {
+        requestId,
+        method: request.method,
+        route: routeOf(request),
+        status: response.statusCode,
+        duration: Number(process.hrtime.bigint() - start) / 1e6,
+        keyId: (response.locals.apiKey as { id: string } | undefined)?.id,
+      };
+      if (!response.writableFinished) logger.info({ ...line, aborted: true }, 'request aborted');
+      else if (response.statusCode >= 500) logger.error(line, 'request failed');
+      else logger.info(line, 'request');
+    };
+    response.on('finish', done);
+    response.on('close', done);
+    next();
+  };
 }

@@ -9,6 +9,8 @@ import { stopChild } from './service-process';
 export interface RedisServer {
   readonly port: number;
   readonly url: string;
+  /** The running server's process id (it changes on restart). */
+  readonly pid: number;
   /** Stops the server (its data is gone: nothing is persisted). */
   stop(): Promise<void>;
   /** Starts it again on the same port. */
@@ -65,6 +67,9 @@ export async function startRedisServer(binary: string, port?: number): Promise<R
       return {
         port: listenPort,
         url: `redis://127.0.0.1:${listenPort}`,
+        get pid() {
+          return child.pid!;
+        },
         stop: async () => {
           await stopChild(child);
         },

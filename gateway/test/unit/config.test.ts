@@ -24,4 +24,12 @@ describe('gateway config', () => {
     expect(() => parseConfig({ LOG_PRETTY: 'true' }, 'k', () => false)).to.throw(/^invalid configuration: LOG_PRETTY: pino-pretty/);
     expect(parseConfig({ LOG_PRETTY: 'false', NODE_ENV: 'production' }, 'k', () => false)).to.include({ logPretty: false });
   });
+
+  it('runs GATEWAY_WORKERS only with a shared Redis store', () => {
+    expect(parseConfig({}, 'k')).to.include({ workers: 1 });
+    expect(parseConfig({ GATEWAY_WORKERS: '2', REDIS_URL: 'redis://127.0.0.1:6379' }, 'k')).to.include({ workers: 2 });
+    expect(() => parseConfig({ GATEWAY_WORKERS: '2' }, 'k')).to.throw(/^invalid configuration: GATEWAY_WORKERS: more than 1 needs REDIS_URL/);
+    expect(() => parseConfig({ GATEWAY_WORKERS: '0', REDIS_URL: 'redis://h' }, 'k')).to.throw(/GATEWAY_WORKERS/);
+    expect(() => parseConfig({ GATEWAY_WORKERS: '65', REDIS_URL: 'redis://h' }, 'k')).to.throw(/GATEWAY_WORKERS: must be at most 64/);
+  });
 });

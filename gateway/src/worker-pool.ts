@@ -1,0 +1,96 @@
+import cluster, { type Worker } from 'node:cluster';
+import type { Logger } from 'pino';
+
+/** The gateway's worker processes, as the cluster primary sees them. */
+export interface WorkerPool {
+  /**
+   * Resolves with the public port once every worker listens; rejects if a worker exits before
+   * that, since a worker that cannot start (the port is taken, say) will not start on a retry.
+   */
+  readonly listening: Promise<number>;
+  /** Workers listening now; fewer than asked for while a replacement starts. */
+  serving(): Worker[];
+  /**
+   * SIGTERM to every worker; resolves, once all have exited, with whether each exited cleanly: 0,
+   * or ended by that SIGTERM before it listened (a replacement still starting has no handler yet).
+   */
+  stop(): Promise<boolean>;
+  /** SIGKILL to every worker still alive: the last resort when they outlive the shutdown timeout. */
+  kill(): void;
+}
+
+export interface WorkerPoolOptions {
+  readonly count: number;
+  readonly logger: Logger;
+  /** Pause before replacing a worker that died, so a crash loop does not spin. */
+  readonly restartDelayMs?: number;
+}
+
+/**
+ * Forks `count` workers that run this same program and share its public port through Node's
+ * cluster module (the primary accepts connections and hands them round-robin to the workers).
+ * A worker that dies after start-up is logged and replaced.
+ */
+export function startWorkerPool({ count, logger, restartDelayMs = 1000 }: WorkerPoolOptions): WorkerPool {
+  const serving = new Set<number>();
+  const listened = new Set<number>();
+  const exits: boolean[] = [];
+  let started = false;
+  let stopping = false;
+  let settleListening: { resolve(port: number): void; reject(error: Error): void } | undefined;
+  const listening = new Promise<number>((resolve, reject) => (settleListening = { resolve, reject }));
+
+  const fork = (): void => {
+    if (stopping) return;
+    const worker = cluster.fork();
+    logger.info({ workerId: worker.id, pid: worker.process.pid }, 'gateway worker started');
+  };
+  cluster.on('listening', (worker, address) => {
+    serving.add(worker.id);
+    listened.add(worker.id);
+    if (!started && serving.size === count) {
+      started = true;
+      settleListening!.resolve(address.port);
+    }
+  });
+  cluster.on('exit', (worker, code, signal) => {
+    serving.delete(worker.id);
+    if (stopping) {
+      exits.push(code === 0 || (signal === 'SIGTERM' && !listened.has(worker.id)));
+      return;
+    }
+    if (!started) {
+      settleListening!.reject(new Error(`worker ${worker.id} exited with ${signal ?? `code ${code}`} before it listened`));
+      return;
+    }
+    logger.error({ workerId: worker.id, pid: worker.process.pid, code, signal }, 'gateway worker exited; starting another');
+    setTimeout(fork, restartDelayMs);
+  });
+  for (let index = 0; index < count; index += 1) fork();
+
+  const live = (): Worker[] => Object.values(cluster.workers ?? {}).filter((worker) => worker !== undefined);
+  return {
+    listening,
+    serving: () => live().filter((worker) => serving.has(worker.id)),
+    async stop() {
+      stopping = true;
+      const workers = live();
+      await Promise.all(
+        workers.map(
+          (worker) =>
+            new Promise<void>((resolve) => {
+              if (worker.isDead()) resolve();
+              else {
+                worker.once('exit', () => resolve());
+                worker.process.kill('SIGTERM');
+              }
+            }),
+        ),
+      );
+      return exits.every((clean) => clean);
+    },
+    kill() {
+      for (const worker of live()) worker.process.kill('SIGKILL');
+    },
+  };
+}
