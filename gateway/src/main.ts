@@ -2,18 +2,18 @@ import cluster from 'node:cluster';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
-import { createAdminApp } from './admin-app';
+import { type AdminAppOptions, createAdminApp } from './admin-app';
 import { ApiKeyStore } from './api-keys';
 import { createApp } from './app';
 import { answerMetricsRequests, collectWorkerMetrics } from './cluster-metrics';
 import { type GatewayConfig, parseConfig } from './config';
 import { installCrashHandlers } from './crash-handlers';
 import { FallbackRateLimiter } from './fallback-rate-limiter';
-import { closeGracefully, listen } from './http-server';
+import { closeGracefully, listen, type ListeningServer } from './http-server';
 import { createLogger, flushThenExit } from './logger';
 import { MemoryRateLimiter } from './memory-rate-limiter';
 import { createMetrics, type GatewayMetrics } from './metrics';
-import { createPetClient } from './pet-client';
+import { createPetClient, type PetClient } from './pet-client';
 import type { RateLimiter } from './rate-limiter';
 import { petServiceHealthCheck, type ReadinessCheck } from './readiness';
 import { connectRedis, waitUntilReady } from './redis-connection';
@@ -91,20 +91,16 @@ async function serve({ config, apiKeys }: Settings, logger: Logger): Promise<voi
     trustProxy: config.trustProxy,
   });
   const publicServer = await listen(app, config.host, config.port);
-  let adminServer: Awaited<ReturnType<typeof listen>> | undefined;
+  let adminServer: ListeningServer | undefined;
   if (cluster.isWorker) {
     logger.info({ port: publicServer.port }, 'gateway worker serving');
   } else {
-    const admin = createAdminApp({
+    adminServer = await listenAdmin(config, logger, publicServer.port, {
       registry: metrics.registry,
-      readinessChecks: { petService: petServiceHealthCheck(petClient.channel, config.petServiceTimeoutMs) },
-      reportedChecks: redisCheck === undefined ? {} : { redis: redisCheck },
+      petClient,
+      limiter: { limiter, redisCheck },
       draining: () => draining,
-      limiter,
-      logger,
     });
-    adminServer = await listen(admin, config.adminHost, config.adminPort);
-    logListening(config, logger, publicServer.port, adminServer.port);
   }
 
   // SIGTERM: readiness fails first, then the listener closes to new connections, in-flight
@@ -156,17 +152,38 @@ function shutdownOnSignal(
   process.once('SIGINT', () => stop('SIGINT'));
 }
 
-function logListening(config: GatewayConfig, logger: Logger, port: number, adminPort: number): void {
+interface AdminParts {
+  readonly registry: AdminAppOptions['registry'];
+  readonly petClient: PetClient;
+  readonly limiter: Limiter;
+  readonly draining: () => boolean;
+  /** Readiness checks beyond the pet service's health. */
+  readonly moreChecks?: AdminAppOptions['readinessChecks'];
+}
+
+/** Listens with the admin app (single process, or cluster primary) and announces the gateway. */
+async function listenAdmin(config: GatewayConfig, logger: Logger, port: number, parts: AdminParts): Promise<ListeningServer> {
+  const { redisCheck, limiter } = parts.limiter;
+  const admin = createAdminApp({
+    registry: parts.registry,
+    readinessChecks: { petService: petServiceHealthCheck(parts.petClient.channel, config.petServiceTimeoutMs), ...parts.moreChecks },
+    reportedChecks: redisCheck === undefined ? {} : { redis: redisCheck },
+    draining: parts.draining,
+    limiter,
+    logger,
+  });
+  const adminServer = await listen(admin, config.adminHost, config.adminPort);
   logger.info(
     {
       port,
-      adminPort,
+      adminPort: adminServer.port,
       petService: config.petServiceAddress,
       rateLimitStore: config.redisUrl === undefined ? 'memory' : 'redis',
       workers: config.workers,
     },
     'gateway listening',
   );
+  return adminServer;
 }
 
 /**
@@ -181,25 +198,21 @@ async function supervise({ config }: Settings, logger: Logger): Promise<void> {
   // unhandled rejection.
   const [port, { limiter, redisCheck }] = await Promise.all([pool.listening, createLimiter(config, logger)]);
   let draining = false;
-  const admin = createAdminApp({
+  const adminServer = await listenAdmin(config, logger, port, {
     registry: {
       contentType: Registry.PROMETHEUS_CONTENT_TYPE,
       metrics: () => collectWorkerMetrics(pool.serving(), WORKER_METRICS_TIMEOUT_MS),
     },
-    readinessChecks: {
-      petService: petServiceHealthCheck(petClient.channel, config.petServiceTimeoutMs),
+    petClient,
+    limiter: { limiter, redisCheck },
+    draining: () => draining,
+    moreChecks: {
       workers: async () => {
         const serving = pool.serving().length;
         if (serving < config.workers) throw new Error(`${serving} of ${config.workers} workers serving`);
       },
     },
-    reportedChecks: redisCheck === undefined ? {} : { redis: redisCheck },
-    draining: () => draining,
-    limiter,
-    logger,
   });
-  const adminServer = await listen(admin, config.adminHost, config.adminPort);
-  logListening(config, logger, port, adminServer.port);
 
   // SIGTERM: readiness fails, then every worker drains as a single process would; the primary
   // exits 0 once all have exited cleanly, and 1 otherwise. Workers still alive a second after

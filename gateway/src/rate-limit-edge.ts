@@ -6,11 +6,12 @@ import proxyAddr from 'proxy-addr';
 import { ApiError } from './api-error';
 import type { ApiKey, ApiKeyStore } from './api-keys';
 import { bearerToken } from './authenticate';
+import { recordRequest } from './http-metrics';
 import type { GatewayMetrics } from './metrics';
 import { rateLimitHeaders } from './rate-limit-headers';
 import { ipSubject, keyPolicy, keySubject, type RateLimitSettings, unauthenticatedPolicy } from './rate-limit-policy';
 import type { RateLimitDecision, RateLimiter, RateLimitPolicy } from './rate-limiter';
-import { assignRequestId } from './request-logging';
+import { assignRequestId, logRequest } from './request-logging';
 
 export interface RateLimitEdgeOptions {
   /** Where admitted requests go, with `response.locals.apiKey` set when the key is valid. */
@@ -60,14 +61,8 @@ export function createRateLimitEdge(options: RateLimitEdgeOptions): RequestListe
     });
     response.end(body);
     const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-    const line = { requestId, method: request.method, route: 'unmatched', status: error.status, duration: seconds * 1000, keyId: key?.id };
-    if (error.status >= 500) logger.error(line, 'request failed');
-    else logger.info(line, 'request');
-    if (metrics !== undefined) {
-      const labels = { route: 'unmatched', method: request.method ?? '', status: String(error.status) };
-      metrics.httpRequests.inc(labels);
-      metrics.httpRequestSeconds.observe(labels, seconds);
-    }
+    logRequest(logger, { requestId, method: request.method, route: 'unmatched', status: error.status, duration: seconds * 1000, keyId: key?.id });
+    if (metrics !== undefined) recordRequest(metrics, 'unmatched', request.method ?? '', error.status, seconds);
   };
 
   return (request, response) => {

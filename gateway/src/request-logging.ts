@@ -28,6 +28,24 @@ export function requestIdOf(response: Response): string {
   return response.locals.requestId as string;
 }
 
+/** What the gateway logs of every request, whether express or the rate-limit edge answered it. */
+export interface RequestLine {
+  readonly requestId: string;
+  readonly method: string | undefined;
+  readonly route: string;
+  readonly status: number;
+  /** Milliseconds. */
+  readonly duration: number;
+  readonly keyId: string | undefined;
+}
+
+/** Writes a request's line: `request`, `request failed` (error level) for a 5xx, or `request aborted`. */
+export function logRequest(logger: Logger, line: RequestLine, aborted = false): void {
+  if (aborted) logger.info({ ...line, aborted: true }, 'request aborted');
+  else if (line.status >= 500) logger.error(line, 'request failed');
+  else logger.info(line, 'request');
+}
+
 /**
  * One log line per request, when its response is finished: method, route, status, duration (ms),
  * key id and request id; never the key or the Authorization header. A 5xx is logged at error level
@@ -45,7 +63,7 @@ export function createRequestLogging(logger: Logger): RequestHandler {
     const done = (): void => {
       response.removeListener('finish', done);
       response.removeListener('close', done);
-      const line = {
+      const line: RequestLine = {
         requestId,
         method: request.method,
         route: routeOf(request),
@@ -53,9 +71,7 @@ export function createRequestLogging(logger: Logger): RequestHandler {
         duration: Number(process.hrtime.bigint() - start) / 1e6,
         keyId: (response.locals.apiKey as { id: string } | undefined)?.id,
       };
-      if (!response.writableFinished) logger.info({ ...line, aborted: true }, 'request aborted');
-      else if (response.statusCode >= 500) logger.error(line, 'request failed');
-      else logger.info(line, 'request');
+      logRequest(logger, line, !response.writableFinished);
     };
     response.on('finish', done);
     response.on('close', done);

@@ -32,7 +32,7 @@ export interface WorkerPoolOptions {
  * A worker that dies after start-up is logged and replaced.
  */
 export function startWorkerPool({ count, logger, restartDelayMs = 1000 }: WorkerPoolOptions): WorkerPool {
-  const serving = new Set<number>();
+  /** Workers that have listened; those of them still alive are the serving ones. */
   const listened = new Set<number>();
   const exits: boolean[] = [];
   let started = false;
@@ -45,16 +45,16 @@ export function startWorkerPool({ count, logger, restartDelayMs = 1000 }: Worker
     const worker = cluster.fork();
     logger.info({ workerId: worker.id, pid: worker.process.pid }, 'gateway worker started');
   };
+  const live = (): Worker[] => Object.values(cluster.workers ?? {}).filter((worker): worker is Worker => worker !== undefined && !worker.isDead());
+  const serving = (): Worker[] => live().filter((worker) => listened.has(worker.id));
   cluster.on('listening', (worker, address) => {
-    serving.add(worker.id);
     listened.add(worker.id);
-    if (!started && serving.size === count) {
+    if (!started && serving().length === count) {
       started = true;
       settleListening!.resolve(address.port);
     }
   });
   cluster.on('exit', (worker, code, signal) => {
-    serving.delete(worker.id);
     if (stopping) {
       exits.push(code === 0 || (signal === 'SIGTERM' && !listened.has(worker.id)));
       return;
@@ -68,10 +68,9 @@ export function startWorkerPool({ count, logger, restartDelayMs = 1000 }: Worker
   });
   for (let index = 0; index < count; index += 1) fork();
 
-  const live = (): Worker[] => Object.values(cluster.workers ?? {}).filter((worker) => worker !== undefined);
   return {
     listening,
-    serving: () => live().filter((worker) => serving.has(worker.id)),
+    serving,
     async stop() {
       stopping = true;
       const workers = live();
@@ -79,11 +78,8 @@ export function startWorkerPool({ count, logger, restartDelayMs = 1000 }: Worker
         workers.map(
           (worker) =>
             new Promise<void>((resolve) => {
-              if (worker.isDead()) resolve();
-              else {
-                worker.once('exit', () => resolve());
-                worker.process.kill('SIGTERM');
-              }
+              worker.once('exit', () => resolve());
+              worker.process.kill('SIGTERM');
             }),
         ),
       );
