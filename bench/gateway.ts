@@ -12,10 +12,10 @@ import { join } from 'node:path';
 import { credentials, Metadata } from '@grpc/grpc-js';
 import { PetServiceClient, PetStatus } from '@petstore/proto';
 import autocannon from 'autocannon';
-import { sha256Hex } from '../gateway/src/api-keys';
-import { createPetClient } from '../gateway/src/pet-client';
-import { findRedisServer, startRedisServer, type RedisServer } from '../gateway/test/support/redis-server';
-import { startService, type ServiceProcess } from '../gateway/test/support/service-process';
+import { sha256Hex } from '../gateway/src/edge/api-keys';
+import { createPetClient } from '../gateway/src/pet-service-client/pet-client';
+import { findRedisServer, startRedisServer, type RedisServer } from '../system-test/support/redis-server';
+import { startService, type ServiceProcess } from '../system-test/support/service-process';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const ROUND_SECONDS = Number(process.env.BENCH_ROUND_SECONDS ?? 5);

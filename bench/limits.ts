@@ -12,8 +12,8 @@
  */
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
-import { findRedisServer, startRedisServer, totalCommandCalls } from '../gateway/test/support/redis-server';
-import { replicaSecret, startReplicaSet } from '../gateway/test/support/replica-set';
+import { findRedisServer, startRedisServer, totalCommandCalls } from '../system-test/support/redis-server';
+import { replicaSecret, startReplicaSet } from '../system-test/support/replica-set';
 
 const ROUND_SECONDS = Number(process.env.BENCH_ROUND_SECONDS ?? 5);
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 2);

@@ -9,11 +9,12 @@
 import { credentials, Metadata } from '@grpc/grpc-js';
 import { type ListPetsRequest, type ListPetsResponse, PetServiceClient, PetStatus } from '@petstore/proto';
 import { MongoClient } from 'mongodb';
-import { startMongoOrSkip, type MongoServer } from '../gateway/test/support/mongo-server';
-import { MemoryPetRepository } from '../pet-service/src/memory-pet-repository';
-import { MongoPetRepository } from '../pet-service/src/mongo-pet-repository';
-import { PageTokenCodec } from '../pet-service/src/page-token';
-import type { PetRepository, StoredStatus } from '../pet-service/src/pet-repository';
+import { startMongoOrSkip, type MongoServer } from '../system-test/support/mongo-server';
+import { MemoryPetRepository } from '../pet-service/src/store/memory-pet-repository';
+import { MongoPetRepository } from '../pet-service/src/store/mongo-pet-repository';
+import { PageTokenCodec } from '../pet-service/src/pets/page-token';
+import type { StoredStatus } from '../pet-service/src/pets/pet-record';
+import type { PetRepository } from '../pet-service/src/store/pet-repository';
 import { createServer } from '../pet-service/src/server';
 
 const sizes = (value: string | undefined) => (value ?? '1000,1000000').split(',').map(Number);

@@ -3,6 +3,7 @@
  * Regenerate with `npm run generate`; never edit `gen/` by hand (CI fails on a stale copy).
  */
 export * from './gen/petstore/v1/pet_service';
+export * from './contract';
 export * from './metadata';
 
 import { dirname, join } from 'node:path';

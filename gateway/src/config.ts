@@ -1,7 +1,9 @@
 import { isIP } from 'node:net';
-import { bool, cleanEnv, EnvError, makeValidator, num, str } from 'envalid';
-import type { TrustProxy } from './app';
-import { isPinoPrettyInstalled } from './logger';
+import { checkLogPretty, ConfigError, isPinoPrettyInstalled, listenPort, LOGGING_ENV, positiveInteger, throwOnError } from '@petstore/runtime';
+import { cleanEnv, EnvError, makeValidator, num, str } from 'envalid';
+
+/** Express's `trust proxy` setting: whether, or from which hops, X-Forwarded-For is believed. */
+export type TrustProxy = boolean | number | readonly string[];
 
 /** The gateway's settings, read once at startup by `main.ts`. */
 export interface GatewayConfig {
@@ -28,18 +30,6 @@ export interface GatewayConfig {
   /** Processes serving the public port (Node's cluster module); more than 1 needs `redisUrl`. */
   readonly workers: number;
 }
-
-const listenPort = makeValidator<number>((input) => {
-  const port = Number(input);
-  if (!/^[0-9]+$/.test(input) || port > 65535) throw new EnvError('must be a port from 0 to 65535');
-  return port;
-});
-
-const positiveInteger = makeValidator<number>((input) => {
-  const value = Number(input);
-  if (!/^[0-9]+$/.test(input) || !Number.isSafeInteger(value) || value < 1) throw new EnvError('must be a positive integer');
-  return value;
-});
 
 const redisUrl = makeValidator<string>((input) => {
   if (input === '') return input;
@@ -107,24 +97,20 @@ export function parseConfig(
         desc: 'Interface of the admin listener; kubelet probes and Prometheus reach it on the pod IP. Unauthenticated: never expose it publicly',
       }),
       ADMIN_PORT: listenPort({ default: 9090, desc: 'Port of /metrics, /healthz, /readyz and /admin; 0 picks a free one' }),
-      LOG_LEVEL: str({ default: 'info', choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] }),
-      LOG_PRETTY: bool({ default: false, desc: 'Human-readable logs, for development' }),
+      ...LOGGING_ENV,
       SHUTDOWN_TIMEOUT_MS: positiveInteger({ default: 10000, desc: 'Longest wait for in-flight requests on SIGTERM' }),
       GATEWAY_WORKERS: positiveInteger({ default: 1, desc: 'Worker processes sharing the public port; more than 1 needs REDIS_URL' }),
     },
     { reporter: throwOnError },
   );
-  if (!(parsed.PET_SERVICE_TIMEOUT_MS > 0)) throw new Error('invalid configuration: PET_SERVICE_TIMEOUT_MS: must be positive');
-  if (!(parsed.REDIS_STARTUP_WAIT_MS >= 0)) throw new Error('invalid configuration: REDIS_STARTUP_WAIT_MS: must not be negative');
-  if (parsed.GATEWAY_WORKERS > 64) throw new Error('invalid configuration: GATEWAY_WORKERS: must be at most 64');
+  if (!(parsed.PET_SERVICE_TIMEOUT_MS > 0)) throw new ConfigError('PET_SERVICE_TIMEOUT_MS: must be positive');
+  if (!(parsed.REDIS_STARTUP_WAIT_MS >= 0)) throw new ConfigError('REDIS_STARTUP_WAIT_MS: must not be negative');
+  if (parsed.GATEWAY_WORKERS > 64) throw new ConfigError('GATEWAY_WORKERS: must be at most 64');
   if (parsed.GATEWAY_WORKERS > 1 && parsed.REDIS_URL === '') {
     // Each worker would keep its own counters: a key could make N times its plan's requests.
-    throw new Error('invalid configuration: GATEWAY_WORKERS: more than 1 needs REDIS_URL, so that every worker counts against the same limits');
+    throw new ConfigError('GATEWAY_WORKERS: more than 1 needs REDIS_URL, so that every worker counts against the same limits');
   }
-  if (parsed.LOG_PRETTY) {
-    if (env.NODE_ENV === 'production') throw new Error('invalid configuration: LOG_PRETTY: must be false when NODE_ENV=production');
-    if (!prettyAvailable()) throw new Error('invalid configuration: LOG_PRETTY: pino-pretty is not installed (a development dependency)');
-  }
+  checkLogPretty(parsed.LOG_PRETTY, env, prettyAvailable);
   return Object.freeze({
     host: parsed.HOST,
     port: parsed.PORT,
@@ -145,9 +131,4 @@ export function parseConfig(
     shutdownTimeoutMs: parsed.SHUTDOWN_TIMEOUT_MS,
     workers: parsed.GATEWAY_WORKERS,
   });
-}
-
-function throwOnError({ errors }: { errors: Partial<Record<string, Error>> }): void {
-  const problems = Object.entries(errors).map(([name, error]) => `${name}: ${error?.message ?? 'invalid'}`);
-  if (problems.length > 0) throw new Error(`invalid configuration: ${problems.join('; ')}`);
 }

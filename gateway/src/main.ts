@@ -1,24 +1,23 @@
 import cluster from 'node:cluster';
 import { join } from 'node:path';
+import { createLogger, flushThenExit, installCrashHandlers, shutdownOnSignal } from '@petstore/runtime';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
-import { type AdminAppOptions, createAdminApp } from './admin-app';
-import { ApiKeyStore } from './api-keys';
+import { type AdminAppOptions, createAdminApp } from './admin/admin-app';
+import { ApiKeyStore } from './edge/api-keys';
 import { createApp } from './app';
-import { answerMetricsRequests, collectWorkerMetrics } from './cluster-metrics';
+import { answerMetricsRequests, collectWorkerMetrics } from './cluster/cluster-metrics';
 import { type GatewayConfig, parseConfig } from './config';
-import { installCrashHandlers } from './crash-handlers';
-import { FallbackRateLimiter } from './fallback-rate-limiter';
-import { closeGracefully, listen, type ListeningServer } from './http-server';
-import { createLogger, flushThenExit } from './logger';
-import { MemoryRateLimiter } from './memory-rate-limiter';
-import { createMetrics, type GatewayMetrics } from './metrics';
-import { createPetClient, type PetClient } from './pet-client';
-import type { RateLimiter } from './rate-limiter';
-import { petServiceHealthCheck, type ReadinessCheck } from './readiness';
-import { connectRedis, waitUntilReady } from './redis-connection';
-import { RedisRateLimiter } from './redis-rate-limiter';
-import { startWorkerPool } from './worker-pool';
+import { FallbackRateLimiter } from './rate-limit/fallback-rate-limiter';
+import { closeGracefully, listen, type ListeningServer } from './http/http-server';
+import { MemoryRateLimiter } from './rate-limit/memory-rate-limiter';
+import { createMetrics, type GatewayMetrics } from './observability/metrics';
+import { createPetClient, type PetClient } from './pet-service-client/pet-client';
+import type { RateLimiter } from './rate-limit/rate-limiter';
+import { petServiceHealthCheck, type ReadinessCheck } from './pet-service-client/readiness';
+import { connectRedis, waitUntilReady } from './rate-limit/redis-connection';
+import { RedisRateLimiter } from './rate-limit/redis-rate-limiter';
+import { startWorkerPool } from './cluster/worker-pool';
 
 /** How long the primary waits for a worker's metrics before leaving it out of a scrape. */
 const WORKER_METRICS_TIMEOUT_MS = 1000;
@@ -105,51 +104,18 @@ async function serve({ config, apiKeys }: Settings, logger: Logger): Promise<voi
 
   // SIGTERM: readiness fails first, then the listener closes to new connections, in-flight
   // requests finish, clients close, and the process exits within SHUTDOWN_TIMEOUT_MS.
-  shutdownOnSignal(logger, config.shutdownTimeoutMs, () => (draining = true), async () => {
-    await closeGracefully(publicServer.server);
-    petClient.close();
-    await limiter.close();
-    if (adminServer !== undefined) await closeGracefully(adminServer.server);
-    return 0;
+  shutdownOnSignal({
+    logger,
+    timeoutMs: config.shutdownTimeoutMs,
+    begin: () => (draining = true),
+    drain: async () => {
+      await closeGracefully(publicServer.server);
+      petClient.close();
+      await limiter.close();
+      if (adminServer !== undefined) await closeGracefully(adminServer.server);
+      return 0;
+    },
   });
-}
-
-/**
- * On the first SIGTERM or SIGINT: `begin` (readiness fails from then on), then `drain`. Exits with
- * the code `drain` resolves to; with 1 if it fails, or if it is still running after `timeoutMs`
- * (after calling `abandon`).
- */
-function shutdownOnSignal(
-  logger: Logger,
-  timeoutMs: number,
-  begin: () => void,
-  drain: () => Promise<number>,
-  abandon: () => void = () => undefined,
-): void {
-  let started = false;
-  const stop = (signal: string): void => {
-    if (started) return;
-    started = true;
-    begin();
-    logger.info({ signal }, 'shutting down');
-    setTimeout(() => {
-      logger.error('shutdown outlived SHUTDOWN_TIMEOUT_MS; exiting');
-      abandon();
-      flushThenExit(logger, 1);
-    }, timeoutMs).unref();
-    drain().then(
-      (code) => {
-        logger.info({ code }, 'stopped');
-        flushThenExit(logger, code);
-      },
-      (error: unknown) => {
-        logger.error({ err: error }, 'shutdown failed');
-        flushThenExit(logger, 1);
-      },
-    );
-  };
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
 }
 
 interface AdminParts {
@@ -217,23 +183,24 @@ async function supervise({ config }: Settings, logger: Logger): Promise<void> {
   // SIGTERM: readiness fails, then every worker drains as a single process would; the primary
   // exits 0 once all have exited cleanly, and 1 otherwise. Workers still alive a second after
   // SHUTDOWN_TIMEOUT_MS are killed, so none outlives the primary.
-  shutdownOnSignal(
+  shutdownOnSignal({
     logger,
-    config.shutdownTimeoutMs + 1000,
-    () => (draining = true),
-    async () => {
+    timeoutMs: config.shutdownTimeoutMs + 1000,
+    begin: () => (draining = true),
+    drain: async () => {
       const clean = await pool.stop();
       petClient.close();
       await limiter.close();
       await closeGracefully(adminServer.server);
       return clean ? 0 : 1;
     },
-    () => pool.kill(),
-  );
+    abandon: () => pool.kill(),
+  });
 }
 
 const settings = loadSettings();
 const logger = createLogger({
+  service: 'gateway',
   level: settings.config.logLevel,
   pretty: settings.config.logPretty,
   worker: cluster.isWorker ? cluster.worker!.id : undefined,

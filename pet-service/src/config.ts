@@ -1,5 +1,5 @@
-import { bool, cleanEnv, EnvError, makeValidator, str } from 'envalid';
-import { isPinoPrettyInstalled } from './logger';
+import { checkLogPretty, isPinoPrettyInstalled, listenPort, LOGGING_ENV, positiveInteger, throwOnError } from '@petstore/runtime';
+import { cleanEnv, str } from 'envalid';
 
 /** The pet service's settings, read once at startup by `main.ts`. */
 export interface PetServiceConfig {
@@ -16,18 +16,6 @@ export interface PetServiceConfig {
   readonly storeHealthIntervalMs: number;
   readonly shutdownTimeoutMs: number;
 }
-
-const listenPort = makeValidator<number>((input) => {
-  const port = Number(input);
-  if (!/^[0-9]+$/.test(input) || port > 65535) throw new EnvError('must be a port from 0 to 65535');
-  return port;
-});
-
-const positiveInteger = makeValidator<number>((input) => {
-  const value = Number(input);
-  if (!/^[0-9]+$/.test(input) || !Number.isSafeInteger(value) || value < 1) throw new EnvError('must be a positive integer');
-  return value;
-});
 
 /**
  * Parses and validates the environment. Throws one Error naming every bad variable.
@@ -50,17 +38,13 @@ export function parseConfig(env: NodeJS.ProcessEnv, prettyAvailable: () => boole
         desc: 'Key that signs page tokens; every replica must share it',
       }),
       ADMIN_PORT: listenPort({ default: 9091, desc: 'Port of /metrics and /healthz; 0 picks a free one' }),
-      LOG_LEVEL: str({ default: 'info', choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] }),
-      LOG_PRETTY: bool({ default: false, desc: 'Human-readable logs, for development' }),
+      ...LOGGING_ENV,
       STORE_HEALTH_INTERVAL_MS: positiveInteger({ default: 5000, desc: 'How often the store is pinged for health' }),
       SHUTDOWN_TIMEOUT_MS: positiveInteger({ default: 10000, desc: 'Longest wait for in-flight calls on SIGTERM' }),
     },
     { reporter: throwOnError },
   );
-  if (parsed.LOG_PRETTY) {
-    if (env.NODE_ENV === 'production') throw new Error('invalid configuration: LOG_PRETTY: must be false when NODE_ENV=production');
-    if (!prettyAvailable()) throw new Error('invalid configuration: LOG_PRETTY: pino-pretty is not installed (a development dependency)');
-  }
+  checkLogPretty(parsed.LOG_PRETTY, env, prettyAvailable);
   return Object.freeze({
     host: parsed.PET_SERVICE_HOST,
     port: parsed.PET_SERVICE_PORT,
@@ -74,9 +58,4 @@ export function parseConfig(env: NodeJS.ProcessEnv, prettyAvailable: () => boole
     storeHealthIntervalMs: parsed.STORE_HEALTH_INTERVAL_MS,
     shutdownTimeoutMs: parsed.SHUTDOWN_TIMEOUT_MS,
   });
-}
-
-function throwOnError({ errors }: { errors: Partial<Record<string, Error>> }): void {
-  const problems = Object.entries(errors).map(([name, error]) => `${name}: ${error?.message ?? 'invalid'}`);
-  if (problems.length > 0) throw new Error(`invalid configuration: ${problems.join('; ')}`);
 }

@@ -1,12 +1,11 @@
+import { createLogger, flushThenExit, installCrashHandlers, shutdownOnSignal } from '@petstore/runtime';
 import type { Logger } from 'pino';
-import { startAdminServer } from './admin-server';
+import { startAdminServer } from './observability/admin-server';
 import { parseConfig, type PetServiceConfig } from './config';
-import { installCrashHandlers } from './crash-handlers';
-import { createLogger, flushThenExit } from './logger';
-import { MemoryPetRepository } from './memory-pet-repository';
-import { createMetrics } from './metrics';
-import { MongoPetRepository } from './mongo-pet-repository';
-import type { PetRepository } from './pet-repository';
+import { MemoryPetRepository } from './store/memory-pet-repository';
+import { createMetrics } from './observability/metrics';
+import { MongoPetRepository } from './store/mongo-pet-repository';
+import type { PetRepository } from './store/pet-repository';
 import { createServer } from './server';
 
 function readConfig(): PetServiceConfig {
@@ -37,39 +36,21 @@ async function main(config: PetServiceConfig, logger: Logger): Promise<void> {
     'pet service listening',
   );
 
-  let stopping = false;
-  const stop = (signal: string): void => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'shutting down');
-    // Exit within SHUTDOWN_TIMEOUT_MS whatever still hangs (calls, closing the store or the admin
-    // listener): the orchestrator's grace period assumes it, and SIGKILL follows.
-    setTimeout(() => {
-      logger.error('shutdown outlived SHUTDOWN_TIMEOUT_MS; exiting');
-      flushThenExit(logger, 1);
-    }, config.shutdownTimeoutMs).unref();
-    Promise.all([server.shutdown(), admin.close()]).then(
-      ([{ forced }]) => {
-        if (forced) {
-          logger.error('stopped after cancelling calls that outlived SHUTDOWN_TIMEOUT_MS');
-          flushThenExit(logger, 1);
-          return;
-        }
-        logger.info('stopped');
-        flushThenExit(logger, 0);
-      },
-      (error: unknown) => {
-        logger.error({ err: error }, 'shutdown failed');
-        flushThenExit(logger, 1);
-      },
-    );
-  };
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
+  // Exit within SHUTDOWN_TIMEOUT_MS whatever still hangs (calls, closing the store or the admin
+  // listener); calls cancelled at the timeout make the exit code 1.
+  shutdownOnSignal({
+    logger,
+    timeoutMs: config.shutdownTimeoutMs,
+    drain: async () => {
+      const [{ forced }] = await Promise.all([server.shutdown(), admin.close()]);
+      if (forced) logger.error('cancelled calls that outlived SHUTDOWN_TIMEOUT_MS');
+      return forced ? 1 : 0;
+    },
+  });
 }
 
 const config = readConfig();
-const logger = createLogger({ level: config.logLevel, pretty: config.logPretty });
+const logger = createLogger({ service: 'pet-service', level: config.logLevel, pretty: config.logPretty });
 installCrashHandlers(logger);
 main(config, logger).catch((error: unknown) => {
   logger.fatal({ err: error }, 'pet service failed to start');

@@ -1,15 +1,15 @@
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
-import { PET_SERVICE_PROTO, PetServiceService, PROTO_ROOT } from '@petstore/proto';
+import { PET_SERVICE_NAME, PET_SERVICE_PROTO, PetServiceService, PROTO_ROOT } from '@petstore/proto';
 import { HealthImplementation } from 'grpc-health-check';
 import pino, { type Logger } from 'pino';
-import { InstrumentedRepository } from './instrumented-repository';
-import { createMetrics, type PetServiceMetrics } from './metrics';
-import { PageTokenCodec } from './page-token';
-import type { PetRepository } from './pet-repository';
-import { createPetServiceHandlers, tolerantDeserialize } from './pet-service-handlers';
-import { StoreHealthMonitor } from './store-health';
+import { InstrumentedRepository } from './store/instrumented-repository';
+import { createMetrics, type PetServiceMetrics } from './observability/metrics';
+import { PageTokenCodec } from './pets/page-token';
+import type { PetRepository } from './store/pet-repository';
+import { createPetServiceHandlers, tolerantDeserialize } from './grpc/pet-service-handlers';
+import { StoreHealthMonitor } from './store/store-health';
 
 /** What {@link createServer} needs; everything comes from the caller, nothing from the environment. */
 export interface ServerOptions {
@@ -38,8 +38,7 @@ export interface RunningServer {
   shutdown(): Promise<{ readonly forced: boolean }>;
 }
 
-/** Fully-qualified name under which health reports the pet service ('' is the whole server). */
-export const PET_SERVICE_NAME = 'petstore.v1.PetService';
+/** Health reports the whole server ('') and the pet service by name. */
 const HEALTH_SERVICES = ['', PET_SERVICE_NAME];
 
 /** Starts the gRPC server with the pet service, health checking and server reflection. */

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { expect } from 'chai';
-import { freePort } from '../support/redis-server';
+import { freePort } from '../../../system-test/support/redis-server';
 
 const ROOT = join(__dirname, '..', '..', '..');
 

@@ -2,7 +2,7 @@ import { credentials, Metadata, status as Status, type ServiceError, Client } fr
 import { CreatePetRequest, GetPetRequest, ListPetsRequest, PetServiceClient } from '@petstore/proto';
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { MemoryPetRepository } from '../../src/memory-pet-repository';
+import { MemoryPetRepository } from '../../src/store/memory-pet-repository';
 import { createServer, type RunningServer } from '../../src/server';
 
 const EXPECTED = new Set([Status.OK, Status.INVALID_ARGUMENT, Status.NOT_FOUND]);

@@ -4,7 +4,7 @@ import { connect as connectTcp } from 'node:net';
 import { status as Status } from '@grpc/grpc-js';
 import { PetServiceService } from '@petstore/proto';
 import { expect } from 'chai';
-import { startService, type ServiceProcess } from '../../../gateway/test/support/service-process';
+import { startService, type ServiceProcess } from '../../../system-test/support/service-process';
 
 /** A ListPets call the server already has (its HEADERS), whose request message is still to come. */
 interface HeldCall {

@@ -8,6 +8,7 @@ import {
   type GetPetResponse,
   type ListPetsRequest,
   type ListPetsResponse,
+  PET_SERVICE_NAME,
   PetServiceClient,
   PetStatus,
 } from '@petstore/proto';
@@ -16,8 +17,8 @@ import { service as healthService } from 'grpc-health-check';
 import { loadSync } from '@grpc/proto-loader';
 import { loadPackageDefinition, makeGenericClientConstructor } from '@grpc/grpc-js';
 import pino from 'pino';
-import { MemoryPetRepository } from '../../src/memory-pet-repository';
-import { createServer, PET_SERVICE_NAME, type RunningServer } from '../../src/server';
+import { MemoryPetRepository } from '../../src/store/memory-pet-repository';
+import { createServer, type RunningServer } from '../../src/server';
 
 type Call<Req, Res> = (request: Req, metadata: Metadata, callback: (error: ServiceError | null, response: Res) => void) => unknown;
 

@@ -1,8 +1,8 @@
 import { credentials, Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
 import { type CreatePetResponse, type GetPetResponse, PetServiceClient, PetStatus } from '@petstore/proto';
 import { expect } from 'chai';
-import { startMongoOrSkip, type MongoServer } from '../../../gateway/test/support/mongo-server';
-import { startService, type ServiceProcess } from '../../../gateway/test/support/service-process';
+import { startMongoOrSkip, type MongoServer } from '../../../system-test/support/mongo-server';
+import { startService, type ServiceProcess } from '../../../system-test/support/service-process';
 
 interface Created {
   readonly id: string;

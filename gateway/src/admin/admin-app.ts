@@ -1,0 +1,85 @@
+import express, { type Express } from 'express';
+import type { Logger } from 'pino';
+import { ApiError } from '../http/api-error';
+import { createErrorHandler, type InternalErrorListener, notFound } from '../http/error-handler';
+import { keySubject } from '../rate-limit/rate-limit-policy';
+import type { RateLimiter } from '../rate-limit/rate-limiter';
+import type { ReadinessCheck } from '../pet-service-client/readiness';
+
+export interface AdminAppOptions {
+  /** What /metrics serves: this process's registry, or the workers' summed by the cluster primary. */
+  readonly registry: { readonly contentType: string; metrics(): Promise<string> };
+  /** Named dependency checks; all must pass for readiness. */
+  readonly readinessChecks: Readonly<Record<string, ReadinessCheck>>;
+  /**
+   * Checks shown in the /readyz body that do not decide readiness: Redis, whose outage the
+   * limiter absorbs by counting in memory. Failing readiness on it would take every replica out
+   * of service at once, turning a Redis outage into a full one.
+   */
+  readonly reportedChecks?: Readonly<Record<string, ReadinessCheck>>;
+  /** True once shutdown has begun: readiness fails first, so traffic drains before the port closes. */
+  readonly draining: () => boolean;
+  readonly limiter: RateLimiter;
+  readonly logger: Logger;
+  /** Told of every error that became a 500; default: logged at error level. */
+  readonly onInternalError?: InternalErrorListener;
+}
+
+/**
+ * The operators' app, on its own listener (ADMIN_PORT) and never exposed with the public API:
+ * `GET /metrics`, `GET /healthz` (liveness: the process answers), `GET /readyz` (readiness: its
+ * dependencies answer), and `DELETE /admin/bans/:keyId` to lift a ban (204, or 404 when none was
+ * in force; with the in-memory store this is the only way to reach a replica's bans). No auth, and
+ * no rate-limit accounting.
+ */
+export function createAdminApp(options: AdminAppOptions): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+
+  app.get('/metrics', async (_request, response) => {
+    response.type(options.registry.contentType).send(await options.registry.metrics());
+  });
+  app.get('/healthz', (_request, response) => {
+    response.json({ status: 'ok' });
+  });
+  app.get('/readyz', async (_request, response) => {
+    if (options.draining()) {
+      response.status(503).json({ status: 'draining' });
+      return;
+    }
+    const [decisive, reported] = await Promise.all([run(options.readinessChecks), run(options.reportedChecks ?? {})]);
+    const ready = decisive.every(([, result]) => result === 'ok');
+    response
+      .status(ready ? 200 : 503)
+      .json({ status: ready ? 'ready' : 'not_ready', checks: Object.fromEntries([...decisive, ...reported]) });
+  });
+  app.delete('/admin/bans/:keyId', async (request, response) => {
+    const keyId = String(request.params.keyId);
+    let lifted: boolean;
+    try {
+      lifted = await options.limiter.unban(keySubject(keyId));
+    } catch {
+      throw new ApiError(503, 'service_unavailable', 'the shared rate-limit store is unreachable; retry');
+    }
+    if (!lifted) throw new ApiError(404, 'not_found', `no ban in force for key ${keyId}`);
+    options.logger.info({ keyId }, 'ban lifted');
+    response.status(204).end();
+  });
+  app.use(notFound);
+  app.use(createErrorHandler(options.onInternalError ?? ((error) => options.logger.error({ err: error }, 'internal error'))));
+  return app;
+}
+
+function run(checks: Readonly<Record<string, ReadinessCheck>>): Promise<Array<readonly [string, string]>> {
+  return Promise.all(
+    Object.entries(checks).map(async ([name, check]) => {
+      try {
+        await check();
+        return [name, 'ok'] as const;
+      } catch (error) {
+        return [name, (error as Error).message] as const;
+      }
+    }),
+  );
+}

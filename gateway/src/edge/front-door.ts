@@ -1,0 +1,110 @@
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { Express } from 'express';
+import parseUrl from 'parseurl';
+import type { Logger } from 'pino';
+import proxyAddr from 'proxy-addr';
+import { ApiError } from '../http/api-error';
+import type { ApiKey, ApiKeyStore } from './api-keys';
+import { bearerToken } from './authenticate';
+import { recordRequest } from '../observability/http-metrics';
+import type { GatewayMetrics } from '../observability/metrics';
+import { rateLimitHeaders } from '../rate-limit/rate-limit-headers';
+import { ipSubject, keyPolicy, keySubject, type RateLimitSettings, unauthenticatedPolicy } from '../rate-limit/rate-limit-policy';
+import type { RateLimitDecision, RateLimiter, RateLimitPolicy } from '../rate-limit/rate-limiter';
+import { assignRequestId, logRequest } from '../observability/request-logging';
+
+export interface RateLimitEdgeOptions {
+  /** Where admitted requests go, with `response.locals.apiKey` set when the key is valid. */
+  readonly app: Express;
+  readonly apiKeys: ApiKeyStore;
+  readonly limiter: RateLimiter;
+  readonly settings: RateLimitSettings;
+  readonly logger: Logger;
+  readonly metrics?: GatewayMetrics;
+}
+
+// Express matches paths case-insensitively and ignores a trailing slash, so the edge does too.
+const CHARGED = /^\/v1(?:\/|$)/i;
+const FREE = /^\/v1\/openapi\.json\/?$/i;
+
+/**
+ * Charges every /v1 request but a GET or HEAD of the OpenAPI document before express sees it: to
+ * its API key when it has a valid one, otherwise to the client IP (`trust proxy` decides whether
+ * X-Forwarded-For counts, exactly as for `request.ip`). Admitted requests go on to `app` with the
+ * rate-limit headers already set, so every status that follows (401, 4xx, 5xx) carries them.
+ *
+ * Refusals are answered here, with their log line and metrics, and never enter express or reach
+ * the pet service: a flood of 429s then costs little more than a bare HTTP server's reply.
+ */
+export function createRateLimitEdge(options: RateLimitEdgeOptions): RequestListener {
+  const { app, apiKeys, limiter, settings, logger, metrics } = options;
+  const keyPolicies = new WeakMap<ApiKey, RateLimitPolicy>();
+  const ipPolicy = unauthenticatedPolicy(settings.unauthenticatedPerMinute);
+  const policyOf = (key: ApiKey): RateLimitPolicy => {
+    let policy = keyPolicies.get(key);
+    if (policy === undefined) {
+      policy = keyPolicy(key.limits, settings.ban);
+      keyPolicies.set(key, policy);
+    }
+    return policy;
+  };
+  const clientIp = (request: IncomingMessage): string =>
+    proxyAddr(request, app.get('trust proxy fn') as (address: string, hop: number) => boolean);
+
+  const refuse = (request: IncomingMessage, response: ServerResponse, error: ApiError, start: bigint, key?: ApiKey): void => {
+    const requestId = assignRequestId(request, response);
+    const body = error.toJson();
+    response.writeHead(error.status, {
+      ...error.headers,
+      'Content-Type': 'application/json; charset=utf-8',
+      'Content-Length': Buffer.byteLength(body),
+    });
+    response.end(body);
+    const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+    logRequest(logger, { requestId, method: request.method, route: 'unmatched', status: error.status, duration: seconds * 1000, keyId: key?.id });
+    if (metrics !== undefined) recordRequest(metrics, 'unmatched', request.method ?? '', error.status, seconds);
+  };
+
+  return (request, response) => {
+    // The path exactly as express's router will route it (parseurl caches it for the router): an
+    // absolute-form target (`GET http://host/v1/pets`) or a fragment must not slip past the charge.
+    const path = parseUrl(request)?.pathname ?? '/';
+    if (!CHARGED.test(path) || (FREE.test(path) && (request.method === 'GET' || request.method === 'HEAD'))) {
+      app(request, response);
+      return;
+    }
+    const start = process.hrtime.bigint();
+    const token = bearerToken(request.headers.authorization);
+    const key = token === undefined ? undefined : apiKeys.find(token);
+    const decision = key === undefined ? limiter.consume(ipSubject(clientIp(request)), ipPolicy) : limiter.consume(keySubject(key.id), policyOf(key));
+    decision.then(
+      (result) => {
+        metrics?.rateLimitDecisions.inc({ plan: key?.plan ?? 'anonymous', outcome: result.outcome });
+        const headers = rateLimitHeaders(result);
+        if (result.outcome !== 'allowed') {
+          refuse(request, response, refusal(result, key === undefined, headers), start, key);
+          return;
+        }
+        for (const name in headers) response.setHeader(name, headers[name]!);
+        (response as ServerResponse & { locals?: object }).locals = key === undefined ? {} : { apiKey: key };
+        app(request, response);
+      },
+      (error: unknown) => {
+        logger.error({ err: error }, 'rate limiter failed');
+        refuse(request, response, new ApiError(500, 'internal', 'internal error'), start, key);
+      },
+    );
+  };
+}
+
+function refusal(decision: RateLimitDecision, unauthenticated: boolean, headers: Record<string, string>): ApiError {
+  if (decision.outcome === 'banned') {
+    return new ApiError(429, 'api_key_banned', 'API key temporarily banned for repeated requests while rate limited', headers);
+  }
+  const { limit, seconds } = decision.blocking!.window;
+  const per = seconds === 60 ? 'minute' : seconds === 86_400 ? 'day' : `${seconds} s`;
+  const message = unauthenticated
+    ? `too many requests without a valid API key from this address: ${limit} per ${per}`
+    : `rate limit exceeded: ${limit} requests per ${per}`;
+  return new ApiError(429, 'rate_limited', message, headers);
+}

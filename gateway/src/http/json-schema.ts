@@ -1,0 +1,58 @@
+import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import { INT64_MAX } from '@petstore/proto';
+import { schemas } from './openapi';
+
+/**
+ * Compiles the OpenAPI component schemas with ajv. JSON bodies are parsed losslessly (see
+ * `lossless-json-body.ts`), so an int64 beyond 2^53 arrives as a bigint, which ajv's `integer`
+ * does not accept; each `format: int64` node is therefore compiled as the `int64` keyword, which
+ * checks number and bigint alike against exact bounds.
+ */
+export function compileComponentSchema(name: keyof typeof schemas): ValidateFunction {
+  return ajv().getSchema(`${SCHEMA_ID}#/components/schemas/${name}`)!;
+}
+
+/** `field: problem` for the first error, naming the field as the client wrote it. */
+export function describeFirstError(errors: readonly ErrorObject[] | null | undefined, root: string): string {
+  const error = errors?.[0];
+  if (error === undefined) return `${root}: is invalid`;
+  const path = error.instancePath.split('/').slice(1).join('.');
+  if (error.keyword === 'required') return `${join(path, String(error.params.missingProperty))}: is required`;
+  if (error.keyword === 'additionalProperties') {
+    return `${join(path, String(error.params.additionalProperty))}: is not a known field`;
+  }
+  if (error.keyword === 'enum') return `${path || root}: must be one of ${(error.params.allowedValues as string[]).join(', ')}`;
+  return `${path || root}: ${error.message ?? 'is invalid'}`;
+}
+
+const SCHEMA_ID = 'petstore-openapi';
+let shared: Ajv | undefined;
+
+function ajv(): Ajv {
+  if (shared !== undefined) return shared;
+  shared = new Ajv({ allErrors: false, strict: true, strictTypes: false, useDefaults: true });
+  shared.addKeyword({
+    keyword: 'int64',
+    schemaType: 'object',
+    error: { message: 'must be a positive int64' },
+    validate: (bounds: { minimum: number }, data: unknown) => {
+      const value = typeof data === 'bigint' ? data : Number.isSafeInteger(data) ? BigInt(data as number) : undefined;
+      return value !== undefined && value >= BigInt(bounds.minimum) && value <= INT64_MAX;
+    },
+  });
+  shared.addKeyword('components');
+  shared.addSchema({ $id: SCHEMA_ID, components: { schemas: toAjvSchema(schemas) } });
+  return shared;
+}
+
+function toAjvSchema(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(toAjvSchema);
+  if (node === null || typeof node !== 'object') return node;
+  const record = node as Record<string, unknown>;
+  if (record.format === 'int64') return { int64: { minimum: record.minimum }, description: record.description };
+  return Object.fromEntries(Object.entries(record).map(([key, value]) => [key, toAjvSchema(value)]));
+}
+
+function join(path: string, field: string): string {
+  return path === '' ? field : `${path}.${field}`;
+}

@@ -1,0 +1,267 @@
+import {
+  DEFAULT_PAGE_SIZE,
+  IDEMPOTENCY_KEY_PATTERN,
+  INT64_MAX,
+  MAX_PAGE_SIZE,
+  NAME_MAX_CHARACTERS,
+  NAME_MIN_CHARACTERS,
+} from '@petstore/proto';
+import { ERROR_CODES } from './api-error';
+
+/**
+ * The OpenAPI 3.1 document for the public contract, served at `GET /v1/openapi.json`.
+ * The gateway's request validators are compiled from these schemas, and the integration tests
+ * validate every response against this document, so the document and the behaviour cannot drift.
+ */
+export const PET_STATUSES = ['available', 'pending', 'sold'] as const;
+export const SUNSET_HTTP_DATE = 'Thu, 05 Dec 2030 00:00:00 GMT';
+
+const int64 = (description: string) => ({ type: 'integer', format: 'int64', minimum: 1, maximum: INT64_MAX, description });
+
+export const schemas = {
+  PetStatus: { type: 'string', enum: [...PET_STATUSES], description: 'Availability of a pet.' },
+  NewPet: {
+    type: 'object',
+    required: ['name', 'categoryId'],
+    additionalProperties: false,
+    properties: {
+      name: {
+        type: 'string',
+        minLength: NAME_MIN_CHARACTERS,
+        maxLength: NAME_MAX_CHARACTERS,
+        description: `${NAME_MIN_CHARACTERS} to ${NAME_MAX_CHARACTERS} characters (code points).`,
+      },
+      categoryId: int64('Positive int64, emitted and accepted as a JSON number without rounding.'),
+      status: { $ref: '#/components/schemas/PetStatus', default: 'available' },
+    },
+  },
+  Pet: {
+    type: 'object',
+    required: ['id', 'name', 'categoryId', 'status'],
+    additionalProperties: false,
+    properties: {
+      id: int64('Assigned by the service: unique and increasing.'),
+      name: { type: 'string', minLength: NAME_MIN_CHARACTERS, maxLength: NAME_MAX_CHARACTERS },
+      categoryId: int64('Positive int64.'),
+      status: { $ref: '#/components/schemas/PetStatus' },
+    },
+  },
+  Pets: { type: 'array', items: { $ref: '#/components/schemas/Pet' } },
+  Error: {
+    type: 'object',
+    required: ['code', 'message', 'status'],
+    additionalProperties: false,
+    properties: {
+      code: { type: 'string', enum: [...ERROR_CODES], description: 'Machine-readable; a closed set.' },
+      message: { type: 'string', description: 'Human-readable; names the offending field for 400s.' },
+      status: { type: 'integer', minimum: 400, maximum: 599, description: 'The HTTP status code.' },
+    },
+  },
+  IdempotencyKey: {
+    type: 'string',
+    minLength: 1,
+    maxLength: 255,
+    pattern: IDEMPOTENCY_KEY_PATTERN.source,
+    description: '1 to 255 visible ASCII characters, chosen by the client (a UUID is typical).',
+  },
+  ListQuery: {
+    type: 'object',
+    additionalProperties: true,
+    properties: {
+      limit: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE },
+      status: { $ref: '#/components/schemas/PetStatus' },
+      cursor: { type: 'string', minLength: 1, maxLength: 512 },
+    },
+  },
+} as const;
+
+const error = (description: string, codes: readonly string[]) => ({
+  description: `${description} Error codes: ${codes.join(', ')}.`,
+  content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+});
+
+const commonErrors = {
+  '401': {
+    ...error('Missing or unknown API key.', ['unauthorized']),
+    headers: {
+      'WWW-Authenticate': {
+        schema: { type: 'string' },
+        required: true,
+        description: '`Bearer realm="petstore"`, with `error="invalid_token"` when a Bearer credential was sent.',
+      },
+    },
+  },
+  '403': error('The pet service refused the call.', ['forbidden']),
+  '405': {
+    ...error('Known path, other method.', ['method_not_allowed']),
+    headers: { Allow: { schema: { type: 'string' }, required: true } },
+  },
+  '429': error('Over the rate limit, the key is temporarily banned, or the pet service is over capacity.', [
+    'rate_limited',
+    'api_key_banned',
+  ]),
+  '500': error('Unexpected failure.', ['internal']),
+  '503': error('The pet service is unavailable.', ['service_unavailable']),
+  '504': error('The pet service did not answer in time.', ['gateway_timeout']),
+};
+
+const integerHeader = (description: string) => ({ schema: { type: 'integer', minimum: 0 }, description });
+/** The rate-limit fields every /v1 response carries, whatever its status and route. */
+export const RATE_LIMIT_HEADERS = {
+  'X-RateLimit-Limit': integerHeader('Limit of the window closest to exhaustion.'),
+  'X-RateLimit-Remaining': integerHeader('Requests left in that window; 0 on a 429 from the rate limiter.'),
+  'X-RateLimit-Reset': integerHeader('Unix time, in seconds, at which that window (or a ban) ends.'),
+  'RateLimit-Policy': {
+    schema: { type: 'string' },
+    description: 'draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`.',
+  },
+  RateLimit: { schema: { type: 'string' }, description: 'draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`.' },
+};
+const RETRY_AFTER = {
+  'Retry-After': { schema: { type: 'integer', minimum: 1 }, required: true, description: 'Seconds until a retry can succeed.' },
+};
+
+/**
+ * Every /v1 response carries the rate-limit fields, whatever its status; a 429 also `Retry-After`.
+ * They are required except on a 500, which can come from the limiter itself failing: then there is
+ * no count to report.
+ */
+function withRateLimitHeaders<Paths extends object>(paths: Paths): Paths {
+  for (const operations of Object.values(paths) as Record<string, { responses: Record<string, { headers?: object }> }>[]) {
+    for (const operation of Object.values(operations)) {
+      for (const [status, response] of Object.entries(operation.responses)) {
+        const rateLimit = Object.fromEntries(
+          Object.entries(RATE_LIMIT_HEADERS).map(([name, header]) => [name, { ...header, required: status !== '500' }]),
+        );
+        const headers = { ...rateLimit, ...(status === '429' ? RETRY_AFTER : {}), ...response.headers };
+        operation.responses[status] = { ...response, headers };
+      }
+    }
+  }
+  return paths;
+}
+
+const DEPRECATION_HEADERS = {
+  Deprecation: { schema: { type: 'string' }, description: 'RFC 9745: @<unix seconds>.' },
+  Sunset: { schema: { type: 'string' }, description: `RFC 8594: ${SUNSET_HTTP_DATE}.` },
+  Link: { schema: { type: 'string' }, description: 'rel="successor-version": /v1/pets.' },
+};
+
+/**
+ * A deprecated operation marks every response it gives itself, errors included. A 401 or a 405 is
+ * always given before it runs, so it is unmarked; a 429 from the limiter or a 400 for a path that
+ * cannot be decoded is too, so the fields are optional except on the statuses in `always`, which
+ * only the operation gives.
+ */
+function deprecatedResponses<Responses extends object>(responses: Responses, always: readonly string[]): Responses {
+  const marked: Record<string, { headers?: object }> = {};
+  for (const [status, response] of Object.entries(responses) as [string, { headers?: object }][]) {
+    if (status === '401' || status === '405') {
+      marked[status] = response;
+      continue;
+    }
+    const required = always.includes(status);
+    const headers = Object.fromEntries(Object.entries(DEPRECATION_HEADERS).map(([name, header]) => [name, { ...header, required }]));
+    marked[status] = { ...response, headers: { ...headers, ...response.headers } };
+  }
+  return marked as Responses;
+}
+
+const jsonBody = (ref: string) => ({ content: { 'application/json': { schema: { $ref: `#/components/schemas/${ref}` } } } });
+const queryParameter = (name: keyof typeof schemas.ListQuery.properties, description: string) => ({
+  name,
+  in: 'query',
+  required: false,
+  description,
+  schema: schemas.ListQuery.properties[name],
+});
+
+export const openApiDocument = {
+  openapi: '3.1.0',
+  info: {
+    title: 'Pet store',
+    version: '1.0.0',
+    description: 'A store of animals. Every operation needs `Authorization: Bearer <API key>`.',
+  },
+  servers: [{ url: '/v1' }],
+  security: [{ bearerAuth: [] }],
+  paths: withRateLimitHeaders({
+    '/pets': {
+      get: {
+        operationId: 'listPets',
+        summary: 'List pets in ascending id order.',
+        parameters: [
+          queryParameter('limit', 'Page size, 1 to 100.'),
+          queryParameter('status', 'Only pets with this status.'),
+          queryParameter('cursor', 'Opaque; taken from the `Link: rel="next"` header of the previous page.'),
+        ],
+        responses: {
+          '200': {
+            description: 'A page of pets. When more exist, `Link` carries the next page with rel="next".',
+            headers: { Link: { schema: { type: 'string' } } },
+            ...jsonBody('Pets'),
+          },
+          '400': error('Bad `limit`, `status` or `cursor`.', ['invalid_request']),
+          ...commonErrors,
+        },
+      },
+      post: {
+        operationId: 'createPet',
+        summary: 'Add a pet.',
+        parameters: [
+          {
+            name: 'Idempotency-Key',
+            in: 'header',
+            required: false,
+            description:
+              'Makes the create safe to retry: for 24 hours, a retry with the same key and body returns the first ' +
+              "result (same id, 201) and creates nothing. Keys are scoped to the API key.",
+            schema: { $ref: '#/components/schemas/IdempotencyKey' },
+          },
+        ],
+        requestBody: { required: true, ...jsonBody('NewPet') },
+        responses: {
+          '201': {
+            description: 'Created, or the first result again for a retried Idempotency-Key.',
+            headers: {
+              Location: { schema: { type: 'string' }, required: true, description: '/v1/pets/{id}' },
+              'Idempotent-Replayed': {
+                schema: { type: 'string', enum: ['true'] },
+                description: 'Present when the response replays an earlier create with the same Idempotency-Key.',
+              },
+            },
+            ...jsonBody('Pet'),
+          },
+          '400': error('Body is not a JSON object, a field is missing or invalid, or a bad Idempotency-Key.', ['invalid_request']),
+          '409': error('The Idempotency-Key was already used with a different body.', ['conflict']),
+          '413': error('Body over 64 KiB.', ['payload_too_large']),
+          '415': error('Body is not application/json.', ['unsupported_media_type']),
+          ...commonErrors,
+        },
+      },
+    },
+    '/pets/{petId}': {
+      get: {
+        operationId: 'getPet',
+        summary: 'Fetch one pet.',
+        deprecated: true,
+        description: `Deprecated; removed at ${SUNSET_HTTP_DATE}. Use listPets with a status filter.`,
+        parameters: [{ name: 'petId', in: 'path', required: true, schema: int64('Positive int64 in decimal.') }],
+        responses: deprecatedResponses(
+          {
+            '200': { description: 'The pet.', ...jsonBody('Pet') },
+            '400': error('`petId` is not a positive int64, or is not validly percent-encoded.', ['invalid_request']),
+            '404': error('No pet with this id.', ['not_found']),
+            '410': error('The operation has reached its sunset.', ['gone']),
+            ...commonErrors,
+          },
+          ['200', '404', '410'],
+        ),
+      },
+    },
+  }),
+  components: {
+    schemas,
+    securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key.' } },
+  },
+};

@@ -1,0 +1,31 @@
+import { expect } from 'chai';
+import { openApiDocument } from '../../../src/http/openapi';
+
+describe('openapi: rate-limit headers', () => {
+  const responses = Object.entries(openApiDocument.paths).flatMap(([path, operations]) =>
+    Object.entries(operations as Record<string, { responses: Record<string, { headers?: Record<string, unknown> }> }>).flatMap(
+      ([method, operation]) => Object.entries(operation.responses).map(([status, response]) => ({ at: `${method} ${path} ${status}`, status, response })),
+    ),
+  );
+
+  it('documents the rate-limit fields on every response', () => {
+    expect(responses.length).to.be.greaterThan(10);
+    for (const { at, response } of responses) {
+      expect(Object.keys(response.headers ?? {}), at).to.include.members([
+        'X-RateLimit-Limit',
+        'X-RateLimit-Remaining',
+        'X-RateLimit-Reset',
+        'RateLimit-Policy',
+        'RateLimit',
+      ]);
+    }
+  });
+
+  it('documents Retry-After on 429 only, and keeps the headers a response already had', () => {
+    for (const { at, status, response } of responses) {
+      expect(Object.keys(response.headers ?? {}).includes('Retry-After'), at).to.equal(status === '429');
+    }
+    const created = responses.find(({ at }) => at === 'post /pets 201')!;
+    expect(created.response.headers).to.have.property('Location');
+  });
+});

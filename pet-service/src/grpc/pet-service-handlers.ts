@@ -1,0 +1,115 @@
+import { Metadata, status as Status, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
+import { IDEMPOTENT_REPLAYED_METADATA, type Pet, type PetServiceServer, REQUEST_ID_METADATA, REQUEST_ID_PATTERN } from '@petstore/proto';
+import type { Logger } from 'pino';
+import type { PetServiceMetrics } from '../observability/metrics';
+import type { PageTokenCodec } from '../pets/page-token';
+import type { PetRecord } from '../pets/pet-record';
+import type { PetRepository } from '../store/pet-repository';
+import { idempotencyClaimOf } from '../pets/idempotency';
+import { PetServiceError } from '../pets/pet-service-error';
+import { toWireStatus } from '../pets/pet-status';
+import { validateCreate, validateGet, validateList } from '../pets/pet-validation';
+
+/**
+ * What {@link tolerantDeserialize} yields for bytes that are not a valid message, so the handler
+ * can answer INVALID_ARGUMENT; grpc-js itself would answer INTERNAL.
+ */
+export const UNDECODABLE = Symbol('undecodable request');
+
+/** Wraps a message decoder so that undecodable input becomes {@link UNDECODABLE}, not a throw. */
+export function tolerantDeserialize<T>(decode: (bytes: Buffer) => T): (bytes: Buffer) => T {
+  return (bytes) => {
+    try {
+      return decode(bytes);
+    } catch {
+      return UNDECODABLE as T;
+    }
+  };
+}
+
+
+export interface HandlerDependencies {
+  readonly repository: PetRepository;
+  readonly pageTokens: PageTokenCodec;
+  readonly logger: Logger;
+  readonly metrics: PetServiceMetrics;
+}
+
+/** The PetService implementation: validation, then one repository call per RPC. */
+export function createPetServiceHandlers({ repository, pageTokens, logger, metrics }: HandlerDependencies): PetServiceServer {
+  const unary = <Req, Res>(method: string, handle: (request: Req, call: ServerUnaryCall<Req, Res>) => Promise<Res>) =>
+    (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>): void => {
+      const start = process.hrtime.bigint();
+      const finish = (code: Status, error?: unknown): void => {
+        const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+        const codeName = Status[code]!;
+        metrics.grpcCalls.inc({ method, code: codeName });
+        metrics.grpcCallSeconds.observe({ method, code: codeName }, seconds);
+        const line = { method, code: codeName, duration: seconds * 1000, requestId: requestIdOf(call.metadata) };
+        if (code === Status.INTERNAL || code === Status.UNKNOWN) logger.error({ ...line, err: error }, 'grpc call failed');
+        else logger.info(line, 'grpc call');
+      };
+      const request: Req = call.request;
+      const handled =
+        (request as unknown) === UNDECODABLE
+          ? Promise.reject(PetServiceError.invalidArgument('request', 'is not a valid protobuf message'))
+          : handle(request, call);
+      handled.then(
+        (response) => {
+          finish(Status.OK);
+          callback(null, response);
+        },
+        (error: unknown) => {
+          const serviceError = PetServiceError.toServiceError(error);
+          finish(serviceError.code!, error);
+          callback(serviceError);
+        },
+      );
+    };
+
+  return {
+    listPets: unary('ListPets', async (request) => {
+      const { pageSize, status } = validateList(request);
+      const afterId = request.pageToken === '' ? undefined : pageTokens.decode(request.pageToken, status).afterId;
+      // One extra record tells whether another page exists without a count query.
+      const records = await repository.list({ status, afterId, limit: pageSize + 1 });
+      const page = records.slice(0, pageSize);
+      const nextPageToken =
+        records.length > pageSize ? pageTokens.encode({ afterId: page[page.length - 1]!.id, status }) : '';
+      return { pets: page.map(toWire), nextPageToken };
+    }),
+    createPet: unary('CreatePet', async (request, call) => {
+      const pet = validateCreate(request);
+      const created = await repository.create(pet, idempotencyClaimOf(call.metadata, pet));
+      if (created.replayed) call.sendMetadata(replayedMetadata());
+      return { pet: toWire(created.pet) };
+    }),
+    getPet: unary('GetPet', async (request) => {
+      const id = validateGet(request);
+      const record = await repository.get(id);
+      if (record === undefined) throw new PetServiceError(Status.NOT_FOUND, `pet ${id} not found`);
+      return { pet: toWire(record) };
+    }),
+  };
+}
+
+function replayedMetadata(): Metadata {
+  const metadata = new Metadata();
+  metadata.set(IDEMPOTENT_REPLAYED_METADATA, 'true');
+  return metadata;
+}
+
+/** The caller's request id when it is sane by the gateway's rule; anything else is not logged. */
+function requestIdOf(metadata: Metadata): string | undefined {
+  const value = metadata.get(REQUEST_ID_METADATA)[0];
+  return typeof value === 'string' && REQUEST_ID_PATTERN.test(value) ? value : undefined;
+}
+
+function toWire(record: PetRecord): Pet {
+  return {
+    id: record.id.toString(),
+    name: record.name,
+    categoryId: record.categoryId.toString(),
+    status: toWireStatus(record.status),
+  };
+}

@@ -1,0 +1,45 @@
+import type { PetServiceMetrics } from '../observability/metrics';
+import type { IdempotencyClaim } from '../pets/idempotency';
+import type { NewPetRecord, PetRecord } from '../pets/pet-record';
+import type { CreateResult, ListQuery, PetRepository } from './pet-repository';
+
+/** Wraps a store so every operation is counted and timed, by outcome. */
+export class InstrumentedRepository implements PetRepository {
+  constructor(
+    private readonly inner: PetRepository,
+    private readonly metrics: PetServiceMetrics,
+  ) {}
+
+  create(pet: NewPetRecord, idempotency?: IdempotencyClaim): Promise<CreateResult> {
+    return this.observe('create', () => this.inner.create(pet, idempotency));
+  }
+
+  get(id: bigint): Promise<PetRecord | undefined> {
+    return this.observe('get', () => this.inner.get(id));
+  }
+
+  list(query: ListQuery): Promise<PetRecord[]> {
+    return this.observe('list', () => this.inner.list(query));
+  }
+
+  ping(): Promise<void> {
+    return this.observe('ping', () => this.inner.ping());
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+
+  private async observe<T>(operation: string, run: () => Promise<T>): Promise<T> {
+    const start = process.hrtime.bigint();
+    let outcome = 'error';
+    try {
+      const result = await run();
+      outcome = 'ok';
+      return result;
+    } finally {
+      this.metrics.storeOperations.inc({ operation, outcome });
+      this.metrics.storeOperationSeconds.observe({ operation, outcome }, Number(process.hrtime.bigint() - start) / 1e9);
+    }
+  }
+}

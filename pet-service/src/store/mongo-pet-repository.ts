@@ -1,0 +1,333 @@
+import { status as Status } from '@grpc/grpc-js';
+import {
+  type Collection,
+  MongoClient,
+  MongoNetworkError,
+  MongoServerError,
+  MongoServerSelectionError,
+  MongoError,
+} from 'mongodb';
+import { IDEMPOTENCY_WINDOW_MS, type IdempotencyClaim } from '../pets/idempotency';
+import type { NewPetRecord, PetRecord, StoredStatus } from '../pets/pet-record';
+import type { CreateResult, ListQuery, PetRepository } from './pet-repository';
+import { PetServiceError } from '../pets/pet-service-error';
+
+/** Settings for {@link MongoPetRepository.connect}. */
+export interface MongoSettings {
+  readonly uri: string;
+  readonly database: string;
+  /** Bounds every wait on the server: selection, connect, socket, write concern and `maxTimeMS`. */
+  readonly timeoutMs: number;
+  /** Milliseconds since the epoch; idempotency keys expire on it. */
+  readonly now?: () => number;
+}
+
+interface PetDocument {
+  _id: bigint;
+  name: string;
+  categoryId: bigint;
+  status: StoredStatus;
+  /** Set on pets made by an idempotent create, so a retry can tell its pet from another's. */
+  idempotencyKey?: string;
+}
+
+interface CounterDocument {
+  _id: string;
+  seq: bigint;
+}
+
+/** A remembered idempotent create; `_id` is the caller-scoped key, so it is unique. */
+interface IdempotencyDocument {
+  _id: string;
+  fingerprint: string;
+  petId: bigint;
+  expiresAt: Date;
+}
+
+const COUNTER_ID = 'pets';
+const DUPLICATE_KEY = 11000;
+const NOT_IMPLEMENTED = 238;
+// MaxTimeMSExpired, and the codes a server gives while it steps down or shuts down.
+const UNAVAILABLE_SERVER_CODES = new Set([50, 91, 189, 11600, 11602, 13435, 13436]);
+// On MongoDB the counter is atomic and the first id always fits; see insertWithNewId.
+const MAX_ID_ATTEMPTS = 1000;
+const SWEEP_INTERVAL_MS = 60_000;
+
+/**
+ * The MongoDB store.
+ *
+ * Ids come from an atomic counter document (`$inc` with upsert), never from max+1, so concurrent
+ * creates on any number of replicas get distinct ids, and a crash between taking an id and
+ * inserting leaves a gap, never a duplicate. The unique `_id` index has the last word: an insert
+ * that collides takes the next id, which keeps ids distinct on servers whose findAndModify is not
+ * atomic (FerretDB v1, FerretDB/FerretDB#3040) and costs nothing on MongoDB, where it never happens.
+ *
+ * Listing walks the `{status: 1, _id: 1}` index (or `_id` alone), so a deep page costs what the
+ * first one costs. Writes use majority write concern with retryable writes.
+ */
+export class MongoPetRepository implements PetRepository {
+  private lastSweep = Number.NEGATIVE_INFINITY;
+  /**
+   * False while the server is known to be unreachable. Operations then fail at once instead of
+   * waiting out server selection, so a MongoDB outage is UNAVAILABLE (503) well inside the
+   * gateway's deadline rather than a timeout.
+   */
+  private reachable = true;
+
+  private constructor(
+    private readonly client: MongoClient,
+    private readonly pets: Collection<PetDocument>,
+    private readonly counters: Collection<CounterDocument>,
+    private readonly creates: Collection<IdempotencyDocument>,
+    private readonly maxTimeMS: number,
+    private readonly now: () => number,
+    /** False where the server has no TTL indexes: expired keys are then swept by the store. */
+    private readonly ttlIndex: boolean,
+  ) {
+    client.on('topologyDescriptionChanged', (event) => {
+      this.reachable = event.newDescription.hasDataBearingServers;
+    });
+  }
+
+  /** Connects, and creates the indexes the queries need (idempotent: safe on every start). */
+  static async connect(settings: MongoSettings): Promise<MongoPetRepository> {
+    const client = new MongoClient(settings.uri, {
+      useBigInt64: true,
+      retryWrites: true,
+      // The gateway retries reads itself, within its deadline; a second wait here would outlast it.
+      retryReads: false,
+      writeConcern: { w: 'majority', wtimeoutMS: settings.timeoutMs },
+      serverSelectionTimeoutMS: settings.timeoutMs,
+      // How soon a fail-fast store notices that the server is back.
+      heartbeatFrequencyMS: 1000,
+      connectTimeoutMS: settings.timeoutMs,
+      socketTimeoutMS: settings.timeoutMs * 2,
+    });
+    try {
+      const db = client.db(settings.database);
+      const pets = db.collection<PetDocument>('pets');
+      const creates = db.collection<IdempotencyDocument>('idempotency_keys');
+      await pets.createIndex({ status: 1, _id: 1 }, { name: 'status_id' });
+      const ttlIndex = await creates.createIndex({ expiresAt: 1 }, { name: 'expires_at_ttl', expireAfterSeconds: 0 }).then(
+        () => true,
+        (error: unknown) => {
+          if (error instanceof MongoServerError && error.code === NOT_IMPLEMENTED) return false;
+          throw error;
+        },
+      );
+      if (!ttlIndex) await creates.createIndex({ expiresAt: 1 }, { name: 'expires_at' });
+      return new MongoPetRepository(
+        client,
+        pets,
+        db.collection<CounterDocument>('counters'),
+        creates,
+        settings.timeoutMs,
+        settings.now ?? Date.now,
+        ttlIndex,
+      );
+    } catch (error) {
+      await client.close().catch(() => undefined);
+      throw toStoreError(error);
+    }
+  }
+
+  async create(pet: NewPetRecord, idempotency?: IdempotencyClaim): Promise<CreateResult> {
+    return this.run(async () =>
+      idempotency === undefined
+        ? { pet: fromDocument(await this.insertWithNewId(pet)), replayed: false }
+        : this.createOnce(pet, idempotency),
+    );
+  }
+
+  async get(id: bigint): Promise<PetRecord | undefined> {
+    return this.run(async () => {
+      const document = await this.pets.findOne({ _id: id }, { maxTimeMS: this.maxTimeMS });
+      return document === null ? undefined : fromDocument(document);
+    });
+  }
+
+  async list(query: ListQuery): Promise<PetRecord[]> {
+    const filter: Record<string, unknown> = {};
+    if (query.status !== undefined) filter.status = query.status;
+    if (query.afterId !== undefined) filter._id = { $gt: query.afterId };
+    return this.run(async () => {
+      const documents = await this.pets
+        .find(filter, { sort: { _id: 1 }, limit: query.limit, maxTimeMS: this.maxTimeMS })
+        .toArray();
+      return documents.map(fromDocument);
+    });
+  }
+
+  /** Round trip to the server, for health checks. */
+  async ping(): Promise<void> {
+    // The health monitor's ping always asks the server: it is how a store marked unreachable
+    // learns that it is back even when the driver saw no change in the topology.
+    await this.run(() => this.client.db('admin').command({ ping: 1 }, { timeoutMS: this.maxTimeMS }), true);
+    this.reachable = true;
+  }
+
+  async close(): Promise<void> {
+    await this.client.close();
+  }
+
+  /** Whether the server expires idempotency keys itself (a TTL index). */
+  get expiresKeysOnServer(): boolean {
+    return this.ttlIndex;
+  }
+
+  /**
+   * Runs one store operation: at once UNAVAILABLE while the server is known to be unreachable,
+   * and an operation that finds it unreachable marks it so until the driver's heartbeat or a
+   * health ping reaches it again. Errors leave as {@link PetServiceError} where the store is at fault.
+   */
+  private async run<T>(operation: () => Promise<T>, probe = false): Promise<T> {
+    if (!this.reachable && !probe) throw new PetServiceError(Status.UNAVAILABLE, 'pet store unavailable');
+    try {
+      return await operation();
+    } catch (error) {
+      const translated = toStoreError(error);
+      if (error instanceof MongoNetworkError || error instanceof MongoServerSelectionError) this.reachable = false;
+      throw translated;
+    }
+  }
+
+  private async nextId(): Promise<bigint> {
+    const take = () =>
+      this.counters.findOneAndUpdate(
+        { _id: COUNTER_ID },
+        { $inc: { seq: 1n } },
+        { upsert: true, returnDocument: 'after', maxTimeMS: this.maxTimeMS },
+      );
+    // Two first-ever upserts can race on the counter's _id; the loser finds the document made.
+    const counter = await take().catch((error: unknown) => {
+      if (isDuplicateKey(error)) return take();
+      throw error;
+    });
+    if (counter === null) throw new PetServiceError(Status.INTERNAL, 'id counter missing after upsert');
+    return BigInt(counter.seq);
+  }
+
+  private async insertWithNewId(pet: NewPetRecord, idempotencyKey?: string): Promise<PetDocument> {
+    for (let attempt = 1; ; attempt += 1) {
+      const document = toDocument(await this.nextId(), pet, idempotencyKey);
+      try {
+        await this.pets.insertOne(document);
+        return document;
+      } catch (error) {
+        if (!isDuplicateKey(error) || attempt >= MAX_ID_ATTEMPTS) throw error;
+        // The counter lags behind the ids in use: move it past this one before the next take.
+        await this.counters.updateOne({ _id: COUNTER_ID }, { $max: { seq: document._id } });
+      }
+    }
+  }
+
+  /**
+   * The key is claimed first, with the id its pet will get, and the pet inserted second. A crash
+   * between the two leaves a claim whose pet is missing, which the retry then inserts; two
+   * concurrent requests with one key both end on the same pet.
+   */
+  private async createOnce(pet: NewPetRecord, { key, fingerprint }: IdempotencyClaim): Promise<CreateResult> {
+    const now = this.now();
+    this.sweepExpired(now);
+    let claim = await this.creates.findOne({ _id: key, expiresAt: { $gt: new Date(now) } }, { maxTimeMS: this.maxTimeMS });
+    let fresh = false;
+    if (claim === null) {
+      const candidate: IdempotencyDocument = {
+        _id: key,
+        fingerprint,
+        petId: await this.nextId(),
+        expiresAt: new Date(now + IDEMPOTENCY_WINDOW_MS),
+      };
+      claim = await this.claim(candidate, now);
+      fresh = claim === candidate;
+    }
+    if (claim.fingerprint !== fingerprint) throw PetServiceError.idempotencyConflict();
+    return this.settle(claim, pet, fresh);
+  }
+
+  /** Inserts the claim, or returns the one that beat it; an expired claim not yet swept gives way. */
+  private async claim(candidate: IdempotencyDocument, now: number): Promise<IdempotencyDocument> {
+    for (;;) {
+      try {
+        await this.creates.insertOne(candidate);
+        return candidate;
+      } catch (error) {
+        if (!isDuplicateKey(error)) throw error;
+      }
+      const existing = await this.creates.findOne({ _id: candidate._id }, { maxTimeMS: this.maxTimeMS });
+      if (existing !== null && existing.expiresAt.getTime() > now) return existing;
+      await this.creates.deleteOne({ _id: candidate._id, expiresAt: { $lte: new Date(now) } });
+    }
+  }
+
+  /**
+   * Makes sure the claim's pet exists and is this key's, and returns it. A fresh claim's pet
+   * cannot exist yet, so it is inserted without looking first.
+   */
+  private async settle(initial: IdempotencyDocument, pet: NewPetRecord, fresh: boolean): Promise<CreateResult> {
+    let claim = initial;
+    let look = !fresh;
+    for (let attempt = 1; ; attempt += 1) {
+      const existing = look ? await this.pets.findOne({ _id: claim.petId }, { maxTimeMS: this.maxTimeMS }) : null;
+      look = true;
+      if (existing !== null && existing.idempotencyKey === claim._id) return { pet: fromDocument(existing), replayed: true };
+      if (existing === null) {
+        const document = toDocument(claim.petId, pet, claim._id);
+        try {
+          await this.pets.insertOne(document);
+          return { pet: fromDocument(document), replayed: false };
+        } catch (error) {
+          if (!isDuplicateKey(error)) throw error;
+          continue; // a concurrent retry of the same key, or another create, took the id first
+        }
+      }
+      if (attempt >= MAX_ID_ATTEMPTS) throw new PetServiceError(Status.UNAVAILABLE, 'pet store could not assign an id');
+      // Another create holds the claimed id (only where the counter is not atomic): claim a new one.
+      await this.creates.updateOne({ _id: claim._id, petId: claim.petId }, { $set: { petId: await this.nextId() } });
+      claim = (await this.creates.findOne({ _id: claim._id }, { maxTimeMS: this.maxTimeMS })) ?? claim;
+    }
+  }
+
+  /** Where the server has no TTL index, deletes expired keys at most once a minute. */
+  private sweepExpired(now: number): void {
+    if (this.ttlIndex || now - this.lastSweep < SWEEP_INTERVAL_MS) return;
+    this.lastSweep = now;
+    this.creates.deleteMany({ expiresAt: { $lte: new Date(now) } }).catch(() => undefined);
+  }
+}
+
+function toDocument(id: bigint, pet: NewPetRecord, idempotencyKey: string | undefined): PetDocument {
+  const document: PetDocument = { _id: id, name: pet.name, categoryId: pet.categoryId, status: pet.status };
+  if (idempotencyKey !== undefined) document.idempotencyKey = idempotencyKey;
+  return document;
+}
+
+// Values written as small numbers by other tools decode as `number`; normalise to bigint.
+function fromDocument(document: PetDocument): PetRecord {
+  return {
+    id: BigInt(document._id),
+    name: document.name,
+    categoryId: BigInt(document.categoryId),
+    status: document.status,
+  };
+}
+
+function isDuplicateKey(error: unknown): boolean {
+  return error instanceof MongoServerError && error.code === DUPLICATE_KEY;
+}
+
+/** Maps "the store cannot be reached" to UNAVAILABLE; anything else stays a bug (INTERNAL). */
+function toStoreError(error: unknown): unknown {
+  if (error instanceof PetServiceError) return error;
+  if (
+    error instanceof MongoNetworkError ||
+    error instanceof MongoServerSelectionError ||
+    (error instanceof MongoServerError && UNAVAILABLE_SERVER_CODES.has(Number(error.code))) ||
+    // FerretDB reports an operation past its maxTimeMS as InternalError, not MaxTimeMSExpired.
+    (error instanceof MongoServerError && error.code === 1 && error.message.includes('context deadline exceeded')) ||
+    (error instanceof MongoError && error.name.includes('Timeout'))
+  ) {
+    return new PetServiceError(Status.UNAVAILABLE, 'pet store unavailable');
+  }
+  return error;
+}

@@ -1,0 +1,44 @@
+import { status as Status } from '@grpc/grpc-js';
+import { expect } from 'chai';
+import { PageTokenCodec } from '../../../src/pets/page-token';
+import { PetServiceError } from '../../../src/pets/pet-service-error';
+
+describe('PageTokenCodec', () => {
+  const codec = new PageTokenCodec('secret');
+
+  function expectInvalid(decode: () => unknown): void {
+    expect(decode).to.throw(PetServiceError).with.property('code', Status.INVALID_ARGUMENT);
+  }
+
+  it('round-trips a cursor, int64 maximum included', () => {
+    for (const cursor of [
+      { afterId: 1n, status: undefined },
+      { afterId: 2n ** 63n - 1n, status: 'sold' as const },
+    ]) {
+      expect(codec.decode(codec.encode(cursor), cursor.status)).to.deep.equal(cursor);
+    }
+  });
+
+  it('rejects a token issued for another filter', () => {
+    expectInvalid(() => codec.decode(codec.encode({ afterId: 5n, status: 'sold' }), undefined));
+    expectInvalid(() => codec.decode(codec.encode({ afterId: 5n, status: undefined }), 'pending'));
+  });
+
+  it('rejects tokens signed with another secret, edited, truncated or not base64url', () => {
+    const token = codec.encode({ afterId: 5n, status: undefined });
+    expectInvalid(() => new PageTokenCodec('other').decode(token, undefined));
+    const edited = Buffer.from(token, 'base64url');
+    edited[3] = edited[3]! ^ 0x01;
+    expectInvalid(() => codec.decode(edited.toString('base64url'), undefined));
+    expectInvalid(() => codec.decode(token.slice(0, -2), undefined));
+    expectInvalid(() => codec.decode(`${token}=`, undefined));
+    expectInvalid(() => codec.decode('', undefined));
+    expectInvalid(() => codec.decode('%%%%', undefined));
+  });
+
+  it('rejects a well-signed payload that is not a cursor', () => {
+    const forged = new PageTokenCodec('secret') as unknown as { mac(payload: Buffer): Buffer };
+    const payload = Buffer.from('v1.all.0');
+    expectInvalid(() => codec.decode(Buffer.concat([payload, forged.mac(payload)]).toString('base64url'), undefined));
+  });
+});

@@ -1,0 +1,49 @@
+import { status as Status } from '@grpc/grpc-js';
+import { PetStatus } from '@petstore/proto';
+import { expect } from 'chai';
+import { validateCreate, validateGet, validateList } from '../../../src/pets/pet-validation';
+
+function expectInvalid(run: () => unknown, field: string): void {
+  expect(run).to.throw(new RegExp(`^${field}: `)).with.property('code', Status.INVALID_ARGUMENT);
+}
+
+describe('pet-validation', () => {
+  it('accepts a valid create and defaults the status to available', () => {
+    expect(validateCreate({ name: 'Rex', categoryId: '9223372036854775807', status: 0 })).to.deep.equal({
+      name: 'Rex',
+      categoryId: 9223372036854775807n,
+      status: 'available',
+    });
+    expect(validateCreate({ name: 'a', categoryId: '1', status: PetStatus.PET_STATUS_SOLD }).status).to.equal('sold');
+  });
+
+  it('counts name length in code points', () => {
+    expect(() => validateCreate({ name: '🐶'.repeat(100), categoryId: '1', status: 0 })).to.not.throw();
+    expectInvalid(() => validateCreate({ name: '🐶'.repeat(101), categoryId: '1', status: 0 }), 'name');
+    expectInvalid(() => validateCreate({ name: '', categoryId: '1', status: 0 }), 'name');
+  });
+
+  it('rejects category ids that are not positive int64', () => {
+    for (const categoryId of ['0', '-1', '9223372036854775808', '01', 'abc', '']) {
+      expectInvalid(() => validateCreate({ name: 'a', categoryId, status: 0 }), 'category_id');
+    }
+  });
+
+  it('rejects statuses outside the enum', () => {
+    expectInvalid(() => validateCreate({ name: 'a', categoryId: '1', status: PetStatus.UNRECOGNIZED }), 'status');
+    expectInvalid(() => validateList({ pageSize: 1, pageToken: '', status: 4 as PetStatus }), 'status');
+  });
+
+  it('bounds page size to 0..100 with 0 meaning 20', () => {
+    expect(validateList({ pageSize: 0, pageToken: '', status: 0 })).to.deep.equal({ pageSize: 20, status: undefined });
+    expect(validateList({ pageSize: 100, pageToken: '', status: 2 })).to.deep.equal({ pageSize: 100, status: 'pending' });
+    expectInvalid(() => validateList({ pageSize: 101, pageToken: '', status: 0 }), 'page_size');
+    expectInvalid(() => validateList({ pageSize: -1, pageToken: '', status: 0 }), 'page_size');
+  });
+
+  it('rejects non-positive ids', () => {
+    expect(validateGet({ id: '7' })).to.equal(7n);
+    expectInvalid(() => validateGet({ id: '0' }), 'id');
+    expectInvalid(() => validateGet({ id: '-7' }), 'id');
+  });
+});

@@ -1,0 +1,37 @@
+import { protobufPackage } from './gen/petstore/v1/pet_service';
+
+/**
+ * Bounds and patterns of the petstore.v1 contract that the .proto comments state but protobuf
+ * cannot enforce. The gateway's OpenAPI document and validators and the pet service's validation
+ * both import them from here, so an HTTP client and an internal gRPC caller meet the same rules.
+ */
+
+/** Fully-qualified name of the service: health checks, reflection and service config use it. */
+export const PET_SERVICE_NAME = `${protobufPackage}.PetService`;
+
+/** Largest int64; ids and category ids are positive int64s, never rounded. */
+export const INT64_MAX = 9223372036854775807n;
+/** A positive int64 in decimal, before the {@link INT64_MAX} check: no sign, no leading zero. */
+export const POSITIVE_INT64_PATTERN = /^[1-9][0-9]{0,18}$/;
+
+/** Whether `text` is a positive int64 written in plain decimal. */
+export function isPositiveInt64(text: string): boolean {
+  return POSITIVE_INT64_PATTERN.test(text) && BigInt(text) <= INT64_MAX;
+}
+
+/** A pet's name: 1 to 100 characters, counted as code points (as JSON Schema counts them). */
+export const NAME_MIN_CHARACTERS = 1;
+export const NAME_MAX_CHARACTERS = 100;
+
+/** ListPets page size: `page_size` 0 means the default; the gateway's `limit` has the same bounds. */
+export const DEFAULT_PAGE_SIZE = 20;
+export const MAX_PAGE_SIZE = 100;
+
+/**
+ * A request id worth keeping and logging: at most 128 safe characters. Anything else is replaced
+ * by the gateway and not logged by the pet service.
+ */
+export const REQUEST_ID_PATTERN = /^[A-Za-z0-9._~:+/=-]{1,128}$/;
+
+/** An idempotency key, and a caller id: 1 to 255 visible ASCII characters. */
+export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;

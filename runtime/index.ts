@@ -1,0 +1,9 @@
+/**
+ * Process plumbing that the gateway and the pet service share, so the two cannot drift: the
+ * logger, the crash handlers, the environment validators and the shutdown sequence. Nothing here
+ * knows about pets, HTTP or gRPC.
+ */
+export * from './src/crash-handlers';
+export * from './src/env';
+export * from './src/logger';
+export * from './src/shutdown';

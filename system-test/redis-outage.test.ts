@@ -1,0 +1,160 @@
+import { expect } from 'chai';
+import { Redis } from 'ioredis';
+import { expectWithinContract, fetchWithinContract } from './support/openapi-validator';
+import { findRedisServer, freePort, type RedisServer, startRedisOrSkip, startRedisServer } from './support/redis-server';
+import { burstWithinOneMinute, replicaSecret, type ReplicaSet, startReplicaSet } from './support/replica-set';
+import type { ServiceProcess } from './support/service-process';
+
+const FALLBACK = /Redis unavailable, counting in memory/;
+const RECOVERY = /Redis is back/;
+
+/**
+ * Requests from `workers` loops over every gateway until stopped; records every outcome, and as a
+ * failure every response the OpenAPI document does not allow.
+ */
+class Traffic {
+  readonly statuses: number[] = [];
+  readonly failures: string[] = [];
+  slowest = 0;
+  private running = true;
+  private readonly loops: Promise<void>[];
+
+  constructor(urls: readonly string[], keyId: string, workers: number) {
+    this.loops = Array.from({ length: workers }, (_, worker) => this.loop(urls[worker % urls.length]!, keyId));
+  }
+
+  private async loop(url: string, keyId: string): Promise<void> {
+    while (this.running) {
+      const started = performance.now();
+      try {
+        const target = `${url}/v1/pets?limit=1`;
+        const response = await fetch(target, {
+          headers: { Authorization: `Bearer ${replicaSecret(keyId)}` },
+          signal: AbortSignal.timeout(5000),
+        });
+        const text = await response.text();
+        this.statuses.push(response.status);
+        expectWithinContract('GET', target, { status: response.status, headers: response.headers, text });
+      } catch (error) {
+        this.failures.push((error as Error).message);
+      }
+      this.slowest = Math.max(this.slowest, performance.now() - started);
+    }
+  }
+
+  /** Resolves once `more` further responses have arrived (bounded by `timeoutMs`). */
+  async waitFor(more: number, timeoutMs = 15_000): Promise<void> {
+    const target = this.statuses.length + more;
+    const deadline = Date.now() + timeoutMs;
+    while (this.statuses.length < target) {
+      if (Date.now() > deadline) throw new Error(`only ${this.statuses.length} of ${target} responses`);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await Promise.all(this.loops);
+  }
+}
+
+/** Resolves once `gateway` has printed a line matching `pattern` (bounded). */
+async function logged(gateway: ServiceProcess, pattern: RegExp, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!gateway.lines.some((line) => pattern.test(line))) {
+    if (Date.now() > deadline) throw new Error(`no log line matching ${pattern}:\n${gateway.lines.join('\n')}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+const count = (gateway: ServiceProcess, pattern: RegExp): number => gateway.lines.filter((line) => pattern.test(line)).length;
+
+async function fallbackGauge(gateway: ServiceProcess): Promise<string | undefined> {
+  const metrics = await (await fetch(`http://127.0.0.1:${gateway.adminPort}/metrics`)).text();
+  return /^rate_limiter_fallback (\d+)$/m.exec(metrics)?.[1];
+}
+
+describe('Redis outage while traffic flows', function () {
+  this.timeout(90_000);
+  let redis: RedisServer;
+  let replicas: ReplicaSet;
+
+  before(async function () {
+    redis = await startRedisOrSkip(this);
+    replicas = await startReplicaSet(
+      2,
+      [
+        { id: 'steady', plan: 'enterprise', limits: { perMinute: 1_000_000, perDay: 100_000_000 } },
+        ...['after-1', 'after-2', 'after-3'].map((id) => ({ id, plan: 'free' as const })),
+      ],
+      { REDIS_URL: redis.url },
+    );
+  });
+  after(async () => {
+    await replicas?.stop();
+    await redis?.stop();
+  });
+
+  it('never answers 5xx or hangs, logs the fallback and recovery once, and limits exactly again afterwards', async () => {
+    const traffic = new Traffic(replicas.urls, 'steady', 6);
+    try {
+      await traffic.waitFor(100);
+      await redis.stop();
+      for (const gateway of replicas.gateways) await logged(gateway, FALLBACK);
+      await traffic.waitFor(300);
+      for (const gateway of replicas.gateways) {
+        expect(await fallbackGauge(gateway), 'rate_limiter_fallback during the outage').to.equal('1');
+        const ready = (await (await fetch(`http://127.0.0.1:${gateway.adminPort}/readyz`)).json()) as Record<string, unknown>;
+        expect(ready, 'a Redis outage is reported but does not fail readiness').to.deep.include({ status: 'ready' });
+        expect((ready.checks as Record<string, string>).redis).to.match(/^degraded/);
+      }
+
+      await redis.restart();
+      for (const gateway of replicas.gateways) await logged(gateway, RECOVERY);
+      await traffic.waitFor(100);
+      for (const gateway of replicas.gateways) expect(await fallbackGauge(gateway)).to.equal('0');
+    } finally {
+      await traffic.stop();
+    }
+
+    expect(traffic.failures, 'no request failed at the network level or broke the contract').to.deep.equal([]);
+    expect(traffic.statuses.filter((status) => status !== 200), 'every request succeeded').to.deep.equal([]);
+    expect(traffic.slowest, 'no request waited on Redis').to.be.below(2000);
+    for (const gateway of replicas.gateways) {
+      expect(count(gateway, FALLBACK), 'fallback logged once').to.equal(1);
+      expect(count(gateway, RECOVERY), 'recovery logged once').to.equal(1);
+    }
+
+    const { statuses } = await burstWithinOneMinute(replicas.urls, ['after-1', 'after-2', 'after-3'], 90);
+    expect(statuses.filter((status) => status === 200), 'shared counters again, not one memory bucket per replica').to.have.length(60);
+    const client = new Redis(redis.url);
+    try {
+      expect(await client.keys('{rl:key:after-*}:minute:*')).to.have.length.at.least(1);
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  it('starts without waiting forever for an unreachable Redis, and moves to it once it is up', async () => {
+    const port = await freePort();
+    const started = Date.now();
+    const gateway = await replicas.addGateway({ REDIS_URL: `redis://127.0.0.1:${port}`, REDIS_STARTUP_WAIT_MS: '300' });
+    expect(Date.now() - started).to.be.below(10_000);
+    expect(gateway.lines.some((line) => /Redis not ready at startup/.test(line))).to.equal(true);
+    const url = replicas.urls.at(-1)!;
+    const response = await fetchWithinContract(`${url}/v1/pets`, { headers: { Authorization: `Bearer ${replicaSecret('steady')}` } });
+    expect(response.status).to.equal(200);
+    expect(response.headers.get('x-ratelimit-limit')).to.equal('1000000');
+    await logged(gateway, FALLBACK);
+
+    const late = await startRedisServer(findRedisServer()!, port);
+    const traffic = new Traffic([url], 'steady', 2);
+    try {
+      await logged(gateway, RECOVERY);
+    } finally {
+      await traffic.stop();
+      await late.stop();
+    }
+    expect(traffic.statuses.every((status) => status === 200)).to.equal(true);
+  });
+});

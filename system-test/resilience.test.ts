@@ -1,0 +1,182 @@
+import { status as Status } from '@grpc/grpc-js';
+import { PetStatus } from '@petstore/proto';
+import { expect } from 'chai';
+import { fetchWithinContract } from './support/openapi-validator';
+import { startScriptedPetService } from './support/scripted-pet-service';
+import { startService } from './support/service-process';
+import { startTestStack, TEST_KEYS } from './support/test-stack';
+
+const AUTH = { authorization: 'Bearer demo-free-key-0000' };
+const STACK_AUTH = { authorization: `Bearer ${TEST_KEYS.free}` };
+const EMPTY_PAGE = { pets: [], nextPageToken: '' };
+
+async function status(url: string, init: RequestInit = { headers: AUTH }): Promise<number> {
+  const response = await fetchWithinContract(url, init);
+  await response.arrayBuffer();
+  return response.status;
+}
+
+describe('resilience', function () {
+  this.timeout(60_000);
+
+  it('answers 503 within the deadline while the pet service is down, and recovers when it returns', async () => {
+    let petService = await startService('pet-service');
+    const petPort = petService.port;
+    const gateway = await startService('gateway', { PET_SERVICE_ADDR: `127.0.0.1:${petPort}`, PET_SERVICE_TIMEOUT_MS: '1000' });
+    const base = `http://127.0.0.1:${gateway.port}`;
+    try {
+      expect(await status(`${base}/v1/pets`)).to.equal(200);
+      await petService.stop('SIGKILL');
+
+      const started = Date.now();
+      const response = await fetchWithinContract(`${base}/v1/pets`, { headers: AUTH });
+      expect(response.status).to.equal(503);
+      expect(await response.json()).to.deep.include({ code: 'service_unavailable', status: 503 });
+      expect(Date.now() - started).to.be.below(1000 + 500);
+      expect(await status(`http://127.0.0.1:${gateway.adminPort}/readyz`, {})).to.equal(503);
+
+      petService = await startService('pet-service', { PET_SERVICE_PORT: String(petPort) });
+      let recovered = 0;
+      for (let attempt = 0; attempt < 100 && recovered !== 200; attempt += 1) {
+        recovered = await status(`${base}/v1/pets`);
+        if (recovered !== 200) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(recovered).to.equal(200);
+      expect(await status(`http://127.0.0.1:${gateway.adminPort}/readyz`, {})).to.equal(200);
+    } finally {
+      await gateway.stop();
+      await petService.stop();
+    }
+  });
+
+  it('spreads calls over every address of a dns:/// target (round_robin)', async () => {
+    // Two replicas on one port, as behind a headless Service: the name resolves to both addresses.
+    const first = await startService('pet-service', { PET_SERVICE_HOST: '127.0.0.1' });
+    const second = await startService('pet-service', { PET_SERVICE_HOST: '127.0.0.2', PET_SERVICE_PORT: String(first.port) });
+    const replicas = [
+      { host: '127.0.0.1', service: first },
+      { host: '127.0.0.2', service: second },
+    ];
+    const gateway = await startService(
+      'gateway',
+      { PET_SERVICE_ADDR: `dns:///pets.test:${first.port}`, FAKE_DNS: 'pets.test=127.0.0.1,127.0.0.2' },
+      { nodeFlags: ['--require', 'tsx/cjs', '--require', require.resolve('./support/fake-dns-preload')] },
+    );
+    try {
+      for (let index = 0; index < 20; index += 1) expect(await status(`http://127.0.0.1:${gateway.port}/v1/pets`)).to.equal(200);
+      const served = [];
+      for (const { host, service } of replicas) {
+        const metrics = await (await fetch(`http://${host}:${service.adminPort}/metrics`)).text();
+        served.push(Number(/^grpc_server_handled_total\{method="ListPets",code="OK"\} (\d+)$/m.exec(metrics)?.[1] ?? 0));
+      }
+      expect(served.reduce((sum, count) => sum + count), 'calls served in all').to.equal(20);
+      for (const count of served) expect(count, `calls served by each replica: ${served.join(', ')}`).to.be.within(5, 15);
+    } finally {
+      await gateway.stop();
+      await Promise.all(replicas.map(({ service }) => service.stop()));
+    }
+  });
+
+  it('retries reads on UNAVAILABLE, but never a create', async () => {
+    const pet = { id: '1', name: 'Rex', categoryId: '1', status: PetStatus.PET_STATUS_AVAILABLE };
+    const scripted = await startScriptedPetService({
+      listPets: (attempt) => (attempt === 1 ? { fail: Status.UNAVAILABLE } : EMPTY_PAGE),
+      getPet: (attempt) => (attempt === 1 ? { fail: Status.UNAVAILABLE } : { pet }),
+      createPet: () => ({ fail: Status.UNAVAILABLE }),
+    });
+    const stack = await startTestStack({ petServiceAddress: `127.0.0.1:${scripted.port}` });
+    try {
+      expect(await status(`${stack.baseUrl}/v1/pets`, { headers: STACK_AUTH })).to.equal(200);
+      expect(scripted.calls.listPets).to.equal(2);
+      const got = await fetchWithinContract(`${stack.baseUrl}/v1/pets/1`, { headers: STACK_AUTH });
+      expect(got.status).to.equal(200);
+      expect(await got.json()).to.deep.include({ id: 1, name: 'Rex' });
+      expect(scripted.calls.getPet).to.equal(2);
+      const created = await status(`${stack.baseUrl}/v1/pets`, {
+        method: 'POST',
+        headers: { ...STACK_AUTH, 'content-type': 'application/json' },
+        body: '{"name":"a","categoryId":1}',
+      });
+      expect(created).to.equal(503);
+      expect(scripted.calls.createPet).to.equal(1);
+    } finally {
+      await stack.close();
+      await scripted.close();
+    }
+  });
+
+  it('answers 504 gateway_timeout when the pet service misses the deadline', async () => {
+    const scripted = await startScriptedPetService({ listPets: () => new Promise(() => undefined) });
+    const stack = await startTestStack({ petServiceAddress: `127.0.0.1:${scripted.port}`, petClientTimeoutMs: 200 });
+    try {
+      const response = await fetchWithinContract(`${stack.baseUrl}/v1/pets`, { headers: STACK_AUTH });
+      expect(response.status).to.equal(504);
+      expect(await response.json()).to.deep.include({ code: 'gateway_timeout' });
+    } finally {
+      await stack.close();
+      await scripted.close();
+    }
+  });
+
+  it('on SIGTERM fails readiness, refuses new connections, and finishes all 50 in-flight requests', async () => {
+    const held: Array<() => void> = [];
+    let arrived: () => void = () => undefined;
+    const allArrived = new Promise<void>((resolve) => (arrived = resolve));
+    const scripted = await startScriptedPetService({
+      listPets: () =>
+        new Promise((resolve) => {
+          held.push(() => resolve(EMPTY_PAGE));
+          if (held.length === 50) arrived();
+        }),
+    });
+    const gateway = await startService('gateway', { PET_SERVICE_ADDR: `127.0.0.1:${scripted.port}`, PET_SERVICE_TIMEOUT_MS: '30000' });
+    const base = `http://127.0.0.1:${gateway.port}`;
+    try {
+      const inFlight = Array.from({ length: 50 }, () => status(`${base}/v1/pets`));
+      await allArrived;
+      const exited = gateway.stop('SIGTERM');
+      await gateway.waitForLog((line) => line.msg === 'shutting down');
+
+      expect(await status(`http://127.0.0.1:${gateway.adminPort}/readyz`, {})).to.equal(503);
+      const refused = await fetch(`${base}/v1/pets`, { headers: AUTH }).then(
+        () => 'answered',
+        (error: Error & { cause?: { code?: string } }) => error.cause?.code,
+      );
+      expect(refused).to.equal('ECONNREFUSED');
+
+      for (const release of held) release();
+      expect(await Promise.all(inFlight)).to.deep.equal(Array(50).fill(200));
+      expect(await exited).to.equal(0);
+    } finally {
+      await gateway.stop('SIGKILL');
+      await scripted.close();
+    }
+  });
+
+  it('exits 1 when an in-flight request outlives SHUTDOWN_TIMEOUT_MS', async () => {
+    let arrived: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (arrived = resolve));
+    const scripted = await startScriptedPetService({
+      listPets: () => {
+        arrived();
+        return new Promise(() => undefined);
+      },
+    });
+    const gateway = await startService('gateway', {
+      PET_SERVICE_ADDR: `127.0.0.1:${scripted.port}`,
+      PET_SERVICE_TIMEOUT_MS: '30000',
+      SHUTDOWN_TIMEOUT_MS: '500',
+    });
+    try {
+      const request = status(`http://127.0.0.1:${gateway.port}/v1/pets`).catch(() => 'reset');
+      await held;
+      const started = Date.now();
+      expect(await gateway.stop('SIGTERM')).to.equal(1);
+      expect(Date.now() - started).to.be.within(500, 1500);
+      expect(await request).to.equal('reset');
+    } finally {
+      await gateway.stop('SIGKILL');
+      await scripted.close();
+    }
+  });
+});

@@ -1,0 +1,52 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect } from 'chai';
+
+const ROOT = join(__dirname, '..');
+
+function keysFile(text: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'bad-keys-')), 'keys.yaml');
+  writeFileSync(file, text);
+  return file;
+}
+
+function start(service: 'gateway' | 'pet-service', env: NodeJS.ProcessEnv) {
+  return spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, service, 'src', 'main.ts')], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: '0', PET_SERVICE_PORT: '0', ADMIN_PORT: '0', ...env },
+    encoding: 'utf8',
+    timeout: 15_000,
+  });
+}
+
+describe('startup with bad configuration: one line naming the setting, exit 1', function () {
+  this.timeout(20_000);
+  const production = { NODE_ENV: 'production' };
+  const cases: Array<['gateway' | 'pet-service', string, string, RegExp, NodeJS.ProcessEnv?]> = [
+    ['gateway', 'PORT', 'http', /^invalid configuration: PORT: /],
+    ['gateway', 'PET_SERVICE_TIMEOUT_MS', '-1', /^invalid configuration: PET_SERVICE_TIMEOUT_MS: /],
+    ['gateway', 'LOG_LEVEL', 'loud', /^invalid configuration: LOG_LEVEL: /],
+    ['gateway', 'BAN_THRESHOLD', 'ten', /^invalid configuration: BAN_THRESHOLD: /],
+    ['gateway', 'REDIS_URL', 'http://localhost:6379', /^invalid configuration: REDIS_URL: /],
+    ['gateway', 'TRUST_PROXY', 'the-ingress', /^invalid configuration: TRUST_PROXY: /],
+    ['gateway', 'API_KEYS_FILE', '/nonexistent/keys.yaml', /^API_KEYS_FILE \/nonexistent\/keys\.yaml: /],
+    ['gateway', 'API_KEYS_FILE', keysFile(`keys:\n  - id: acme\n    sha256: ${'a'.repeat(64)}\n    plan: platinum\n`), /^API_KEYS_FILE \S+: key "acme": plan must be one of/],
+    ['gateway', 'API_KEYS_FILE', keysFile('keys:\n  - id: acme\n   plan: [free\n'), /^API_KEYS_FILE \S+keys\.yaml: .+ at line 3, column \d+$/],
+    ['pet-service', 'PET_SERVICE_PORT', '99999', /^invalid configuration: PET_SERVICE_PORT: /],
+    ['pet-service', 'MONGODB_TIMEOUT_MS', '0', /^invalid configuration: MONGODB_TIMEOUT_MS: /],
+    ['pet-service', 'SHUTDOWN_TIMEOUT_MS', '2.5', /^invalid configuration: SHUTDOWN_TIMEOUT_MS: /],
+    ['gateway', 'LOG_PRETTY', 'true', /^invalid configuration: LOG_PRETTY: /, production],
+    ['pet-service', 'LOG_PRETTY', 'true', /^invalid configuration: LOG_PRETTY: /, production],
+  ];
+  for (const [service, name, value, message, extra = {}] of cases) {
+    it(`${service}: ${name}=${value}${Object.entries(extra).map(([key, setting]) => ` ${key}=${setting}`).join('')}`, () => {
+      const result = start(service, { ...extra, [name]: value });
+      expect(result.status, result.stderr).to.equal(1);
+      const lines = result.stderr.trim().split('\n');
+      expect(lines, result.stderr).to.have.length(1);
+      expect(lines[0]).to.match(message);
+    });
+  }
+});

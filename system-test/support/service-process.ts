@@ -1,0 +1,131 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+const ROOT = join(__dirname, '..', '..');
+const ENTRY = {
+  gateway: 'gateway/src/main.ts',
+  'pet-service': 'pet-service/src/main.ts',
+  'bare-server': 'bench/bare-server.ts',
+} as const;
+/** What `npm run build` makes of each service. */
+const COMPILED: Partial<Record<keyof typeof ENTRY, string>> = {
+  gateway: 'gateway/dist/main.js',
+  'pet-service': 'pet-service/dist/main.js',
+};
+
+/** How to run a service: from source through tsx (tests), or its build with Node flags (benchmarks). */
+export interface Runtime {
+  readonly compiled?: boolean;
+  readonly nodeFlags?: readonly string[];
+}
+
+/** One JSON log line as a service printed it. */
+export type LogLine = Record<string, unknown>;
+
+/** A service started as its own OS process with `main.ts`, as in production. */
+export interface ServiceProcess {
+  readonly child: ChildProcess;
+  readonly port: number;
+  readonly adminPort: number;
+  /** The line that announced it was listening. */
+  readonly listening: LogLine;
+  /** Every stdout line so far: raw, and parsed. */
+  readonly lines: string[];
+  readonly logs: LogLine[];
+  /** Resolves with the first log line (already printed or still to come) that matches. */
+  waitForLog(matches: (line: LogLine) => boolean, timeoutMs?: number): Promise<LogLine>;
+  /** Sends `signal` and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/**
+ * Starts a service on free ports (PORT=0 / PET_SERVICE_PORT=0 unless `env` says otherwise) and
+ * resolves once it logs that it is listening, with the ports it logged.
+ */
+export async function startService(
+  name: keyof typeof ENTRY,
+  env: NodeJS.ProcessEnv = {},
+  runtime: Runtime = {},
+): Promise<ServiceProcess> {
+  const compiled = runtime.compiled === true ? COMPILED[name] : undefined;
+  // Node itself with the tsx loader, not the tsx CLI: one process, so a signal reaches the service.
+  const args =
+    compiled === undefined
+      ? [...(runtime.nodeFlags ?? []), '--import', 'tsx', join(ROOT, ENTRY[name])]
+      : [...(runtime.nodeFlags ?? []), '--enable-source-maps', join(ROOT, compiled)];
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: { ...process.env, PORT: '0', PET_SERVICE_PORT: '0', ADMIN_PORT: '0', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  const logs: LogLine[] = [];
+  const waiters = new Set<{ matches: (line: LogLine) => boolean; resolve: (line: LogLine) => void }>();
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  createInterface({ input: child.stdout! }).on('line', (text) => {
+    lines.push(text);
+    let line: LogLine;
+    try {
+      line = JSON.parse(text) as LogLine;
+    } catch {
+      line = { msg: text };
+    }
+    logs.push(line);
+    for (const waiter of waiters) {
+      if (waiter.matches(line)) {
+        waiters.delete(waiter);
+        waiter.resolve(line);
+      }
+    }
+  });
+  const exited = once(child, 'exit');
+  exited.catch(() => undefined);
+
+  const waitForLog = (matches: (line: LogLine) => boolean, timeoutMs = 15_000): Promise<LogLine> => {
+    const found = logs.find(matches);
+    if (found !== undefined) return Promise.resolve(found);
+    return new Promise((resolve, reject) => {
+      const waiter = { matches, resolve };
+      waiters.add(waiter);
+      const timer = setTimeout(() => {
+        waiters.delete(waiter);
+        reject(new Error(`${name}: no matching log line in ${timeoutMs} ms; stderr: ${stderr}; logs: ${JSON.stringify(logs)}`));
+      }, timeoutMs);
+      void exited.then(() => {
+        if (!waiters.has(waiter)) return;
+        clearTimeout(timer);
+        waiters.delete(waiter);
+        reject(new Error(`${name} exited; stderr: ${stderr}; logs: ${JSON.stringify(logs)}`));
+      });
+      const original = waiter.resolve;
+      waiter.resolve = (line) => {
+        clearTimeout(timer);
+        original(line);
+      };
+    });
+  };
+
+  const listening = await waitForLog((line) => typeof line.msg === 'string' && line.msg.endsWith('listening'));
+  return {
+    child,
+    port: Number(listening.port),
+    adminPort: Number(listening.adminPort),
+    listening,
+    lines,
+    logs,
+    waitForLog,
+    stop: (signal) => stopChild(child, signal),
+  };
+}
+
+/** Sends `signal` (default SIGTERM) and resolves with the exit code once the child has exited. */
+export async function stopChild(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+  const exited = once(child, 'exit');
+  child.kill(signal);
+  const [code] = (await exited) as [number | null];
+  return code;
+}

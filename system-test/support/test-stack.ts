@@ -1,0 +1,75 @@
+import type { Server } from 'node:http';
+import type { Logger } from 'pino';
+import { createServer as createPetServer, type RunningServer } from '../../pet-service/src/server';
+import { MemoryPetRepository } from '../../pet-service/src/store/memory-pet-repository';
+import type { PetRepository } from '../../pet-service/src/store/pet-repository';
+import { ApiKeyStore, sha256Hex } from '../../gateway/src/edge/api-keys';
+import { createApp } from '../../gateway/src/app';
+import { listen } from '../../gateway/src/http/http-server';
+import type { GatewayMetrics } from '../../gateway/src/observability/metrics';
+import { createPetClient, type PetClient } from '../../gateway/src/pet-service-client/pet-client';
+
+/** Secrets of the keys every test stack knows, by plan; `enterprise` has limits no test reaches. */
+export const TEST_KEYS = { free: 'test-free-secret', pro: 'test-pro-secret', enterprise: 'test-enterprise-secret' } as const;
+
+export interface TestStack {
+  readonly baseUrl: string;
+  readonly petService: RunningServer;
+  /** Sets the gateway's clock (milliseconds since the epoch). */
+  setNow(now: number): void;
+  close(): Promise<void>;
+}
+
+export interface TestStackOptions {
+  readonly repository?: PetRepository;
+  readonly petClientTimeoutMs?: number;
+  /** Point the gateway at this pet service instead of starting a real one. */
+  readonly petServiceAddress?: string;
+  /** The gateway's logger; default silent. */
+  readonly logger?: Logger;
+  /** The gateway's metrics; default none. */
+  readonly metrics?: GatewayMetrics;
+}
+
+/** A real pet service and a real gateway, each on port 0, wired over gRPC. */
+export async function startTestStack(options: TestStackOptions = {}): Promise<TestStack> {
+  const petService = await createPetServer({
+    host: '127.0.0.1',
+    port: 0,
+    repository: options.repository ?? new MemoryPetRepository(),
+    pageTokenSecret: 'test-secret',
+  });
+  const petClient: PetClient = createPetClient({
+    target: options.petServiceAddress ?? `127.0.0.1:${petService.port}`,
+    timeoutMs: options.petClientTimeoutMs ?? 2000,
+    metrics: options.metrics,
+  });
+  const apiKeys = ApiKeyStore.fromDocument({
+    keys: Object.entries(TEST_KEYS).map(([plan, secret]) => ({
+      id: `test-${plan}`,
+      sha256: sha256Hex(secret),
+      plan,
+      limits: plan === 'enterprise' ? { perMinute: 1e9, perDay: 1e9 } : undefined,
+    })),
+  });
+  let now = Date.now();
+  const app = createApp({ petClient, apiKeys, now: () => now, logger: options.logger, metrics: options.metrics });
+  const { server, port } = await listen(app, '127.0.0.1', 0);
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    petService,
+    setNow: (value) => {
+      now = value;
+    },
+    async close() {
+      await closeServer(server);
+      petClient.close();
+      await petService.shutdown();
+    },
+  };
+}
+
+function closeServer(server: Server): Promise<void> {
+  server.closeAllConnections();
+  return new Promise((resolve) => server.close(() => resolve()));
+}
