@@ -1,35 +1,46 @@
 /**
  * `npm start`: the pet service and the gateway with embedded defaults (in-memory store, in-memory
- * limits, demo keys), each in its own process as in production. Stops both when either exits
- * or on Ctrl-C.
+ * limits, demo keys), each in its own process as in production. Stops both when either exits, or
+ * on SIGINT or SIGTERM, which it passes on as SIGTERM: to the gateway first and to the pet service
+ * once the gateway has exited, so requests in flight through the gateway still reach the pet
+ * service. It exits once both have, non-zero if either did.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 
 const root = join(__dirname, '..');
-const tsx = join(root, 'node_modules', '.bin', 'tsx');
 const petServicePort = process.env.PET_SERVICE_PORT ?? '50051';
 
 function start(name: string, entry: string, env: NodeJS.ProcessEnv): ChildProcess {
-  const child = spawn(tsx, [join(root, entry)], { env: { ...process.env, ...env }, stdio: 'inherit' });
+  // Node itself with tsx as a loader, not the tsx CLI: one process per service, so the SIGTERM
+  // sent below reaches the server rather than a wrapper.
+  const child = spawn(process.execPath, ['--import', 'tsx', join(root, entry)], { env: { ...process.env, ...env }, stdio: 'inherit' });
   child.on('exit', (code, signal) => {
-    console.error(`${name} exited (${signal ?? code}); stopping`);
-    shutdown(code ?? 1);
+    process.exitCode = Math.max(Number(process.exitCode ?? 0), code ?? 1);
+    if (!stopping) console.error(`${name} exited (${signal ?? code}); stopping`);
+    shutdown();
   });
   return child;
 }
 
+// In start-up order; they are stopped in the reverse order.
 const children = [
   start('pet-service', 'pet-service/src/main.ts', { PET_SERVICE_PORT: petServicePort, ADMIN_PORT: process.env.PET_SERVICE_ADMIN_PORT ?? '9091' }),
   start('gateway', 'gateway/src/main.ts', { PET_SERVICE_ADDR: process.env.PET_SERVICE_ADDR ?? `localhost:${petServicePort}` }),
 ];
 
 let stopping = false;
-function shutdown(code: number): void {
+function shutdown(): void {
   if (stopping) return;
   stopping = true;
-  for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');
-  process.exitCode = code;
+  const running = children.filter((child) => child.exitCode === null && child.signalCode === null).reverse();
+  const stopNext = (): void => {
+    const child = running.shift();
+    if (child === undefined) return;
+    child.once('exit', stopNext);
+    child.kill('SIGTERM');
+  };
+  stopNext();
 }
-process.on('SIGINT', () => shutdown(0));
-process.on('SIGTERM', () => shutdown(0));
+process.on('SIGINT', shutdown);
+process.on('SIGTERM', shutdown);

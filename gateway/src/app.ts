@@ -77,5 +77,6 @@ export function createApp(options: AppOptions): RequestListener {
     settings: options.rateLimits ?? DEFAULT_RATE_LIMIT_SETTINGS,
     logger,
     metrics,
+    draining,
   });
 }

@@ -1,5 +1,14 @@
 import { isIP } from 'node:net';
-import { checkLogPretty, ConfigError, isPinoPrettyInstalled, listenPort, LOGGING_ENV, positiveInteger, throwOnError } from '@petstore/runtime';
+import {
+  checkLogPretty,
+  ConfigError,
+  isPinoPrettyInstalled,
+  listenPort,
+  LOGGING_ENV,
+  positiveInteger,
+  SHUTDOWN_ENV,
+  throwOnError,
+} from '@petstore/runtime';
 import { cleanEnv, EnvError, makeValidator, num, str } from 'envalid';
 
 /** Express's `trust proxy` setting: whether, or from which hops, X-Forwarded-For is believed. */
@@ -26,6 +35,8 @@ export interface GatewayConfig {
   readonly adminPort: number;
   readonly logLevel: string;
   readonly logPretty: boolean;
+  /** On SIGTERM: readiness fails at once, the listener serves this long, then closes. */
+  readonly shutdownDelayMs: number;
   readonly shutdownTimeoutMs: number;
   /** Processes serving the public port (Node's cluster module); more than 1 needs `redisUrl`. */
   readonly workers: number;
@@ -98,7 +109,7 @@ export function parseConfig(
       }),
       ADMIN_PORT: listenPort({ default: 9090, desc: 'Port of /metrics, /healthz, /readyz and /admin; 0 picks a free one' }),
       ...LOGGING_ENV,
-      SHUTDOWN_TIMEOUT_MS: positiveInteger({ default: 10000, desc: 'Longest wait for in-flight requests on SIGTERM' }),
+      ...SHUTDOWN_ENV,
       GATEWAY_WORKERS: positiveInteger({ default: 1, desc: 'Worker processes sharing the public port; more than 1 needs REDIS_URL' }),
     },
     { reporter: throwOnError },
@@ -128,6 +139,7 @@ export function parseConfig(
     adminPort: parsed.ADMIN_PORT,
     logLevel: parsed.LOG_LEVEL,
     logPretty: parsed.LOG_PRETTY,
+    shutdownDelayMs: parsed.SHUTDOWN_DELAY_MS,
     shutdownTimeoutMs: parsed.SHUTDOWN_TIMEOUT_MS,
     workers: parsed.GATEWAY_WORKERS,
   });

@@ -102,10 +102,13 @@ async function serve({ config, apiKeys }: Settings, logger: Logger): Promise<voi
     });
   }
 
-  // SIGTERM: readiness fails first, then the listener closes to new connections, in-flight
-  // requests finish, clients close, and the process exits within SHUTDOWN_TIMEOUT_MS.
+  // SIGTERM: readiness fails at once and responses carry `Connection: close`; the listener keeps
+  // serving for SHUTDOWN_DELAY_MS (endpoints take that long to stop sending), then closes to new
+  // connections, in-flight requests finish, clients close, and the process exits within
+  // SHUTDOWN_TIMEOUT_MS after the delay.
   shutdownOnSignal({
     logger,
+    delayMs: config.shutdownDelayMs,
     timeoutMs: config.shutdownTimeoutMs,
     begin: () => (draining = true),
     drain: async () => {
@@ -180,12 +183,12 @@ async function supervise({ config }: Settings, logger: Logger): Promise<void> {
     },
   });
 
-  // SIGTERM: readiness fails, then every worker drains as a single process would; the primary
-  // exits 0 once all have exited cleanly, and 1 otherwise. Workers still alive a second after
-  // SHUTDOWN_TIMEOUT_MS are killed, so none outlives the primary.
+  // SIGTERM: readiness fails, then every worker drains as a single process would (its own delay
+  // included); the primary exits 0 once all have exited cleanly, and 1 otherwise. Workers still
+  // alive a second after their delay and timeout are killed, so none outlives the primary.
   shutdownOnSignal({
     logger,
-    timeoutMs: config.shutdownTimeoutMs + 1000,
+    timeoutMs: config.shutdownDelayMs + config.shutdownTimeoutMs + 1000,
     begin: () => (draining = true),
     drain: async () => {
       const clean = await pool.stop();

@@ -1,4 +1,4 @@
-import { checkLogPretty, isPinoPrettyInstalled, listenPort, LOGGING_ENV, positiveInteger, throwOnError } from '@petstore/runtime';
+import { checkLogPretty, isPinoPrettyInstalled, listenPort, LOGGING_ENV, positiveInteger, SHUTDOWN_ENV, throwOnError } from '@petstore/runtime';
 import { cleanEnv, str } from 'envalid';
 
 /** The pet service's settings, read once at startup by `main.ts`. */
@@ -14,6 +14,8 @@ export interface PetServiceConfig {
   readonly logLevel: string;
   readonly logPretty: boolean;
   readonly storeHealthIntervalMs: number;
+  /** On SIGTERM: health reports NOT_SERVING at once, calls are served this long, then the server stops. */
+  readonly shutdownDelayMs: number;
   readonly shutdownTimeoutMs: number;
 }
 
@@ -40,7 +42,7 @@ export function parseConfig(env: NodeJS.ProcessEnv, prettyAvailable: () => boole
       ADMIN_PORT: listenPort({ default: 9091, desc: 'Port of /metrics and /healthz; 0 picks a free one' }),
       ...LOGGING_ENV,
       STORE_HEALTH_INTERVAL_MS: positiveInteger({ default: 5000, desc: 'How often the store is pinged for health' }),
-      SHUTDOWN_TIMEOUT_MS: positiveInteger({ default: 10000, desc: 'Longest wait for in-flight calls on SIGTERM' }),
+      ...SHUTDOWN_ENV,
     },
     { reporter: throwOnError },
   );
@@ -56,6 +58,7 @@ export function parseConfig(env: NodeJS.ProcessEnv, prettyAvailable: () => boole
     logLevel: parsed.LOG_LEVEL,
     logPretty: parsed.LOG_PRETTY,
     storeHealthIntervalMs: parsed.STORE_HEALTH_INTERVAL_MS,
+    shutdownDelayMs: parsed.SHUTDOWN_DELAY_MS,
     shutdownTimeoutMs: parsed.SHUTDOWN_TIMEOUT_MS,
   });
 }

@@ -36,11 +36,15 @@ async function main(config: PetServiceConfig, logger: Logger): Promise<void> {
     'pet service listening',
   );
 
-  // Exit within SHUTDOWN_TIMEOUT_MS whatever still hangs (calls, closing the store or the admin
-  // listener); calls cancelled at the timeout make the exit code 1.
+  // SIGTERM: health reports NOT_SERVING at once while calls are still served for
+  // SHUTDOWN_DELAY_MS; then the server stops taking calls. Exit within SHUTDOWN_TIMEOUT_MS after
+  // the delay whatever still hangs (calls, closing the store or the admin listener); calls
+  // cancelled at the timeout make the exit code 1.
   shutdownOnSignal({
     logger,
+    delayMs: config.shutdownDelayMs,
     timeoutMs: config.shutdownTimeoutMs,
+    begin: () => server.drain(),
     drain: async () => {
       const [{ forced }] = await Promise.all([server.shutdown(), admin.close()]);
       if (forced) logger.error('cancelled calls that outlived SHUTDOWN_TIMEOUT_MS');

@@ -31,6 +31,14 @@ export interface RunningServer {
   readonly health: HealthImplementation;
   readonly storeHealth: StoreHealthMonitor;
   /**
+   * The start of a shutdown: the whole server ('') reports NOT_SERVING from now on, so the
+   * orchestrator's readiness probe takes this replica out of the endpoints, while calls are still
+   * served. `petstore.v1.PetService` keeps reporting the store's health until {@link shutdown}:
+   * the gateway asks for it through a channel balanced over every replica, and one replica
+   * leaving must not make every gateway unready.
+   */
+  drain(): void;
+  /**
    * Reports NOT_SERVING, stops taking calls, lets in-flight calls finish (cancelling them after
    * the shutdown timeout), then closes the repository. `forced` says whether calls had to be
    * cancelled, so that the process can exit non-zero.
@@ -71,13 +79,18 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
   });
   storeHealth.start(options.storeHealthIntervalMs ?? 5000);
 
+  const drain = (): void => {
+    storeHealth.stop();
+    health.setStatus('', 'NOT_SERVING');
+  };
   return {
     port,
     health,
     storeHealth,
+    drain,
     async shutdown() {
-      storeHealth.stop();
-      for (const service of HEALTH_SERVICES) health.setStatus(service, 'NOT_SERVING');
+      drain();
+      health.setStatus(PET_SERVICE_NAME, 'NOT_SERVING');
       const forced = await new Promise<boolean>((resolve) => {
         const force = setTimeout(() => {
           logger.warn('in-flight calls outlived the shutdown timeout; cancelling them');

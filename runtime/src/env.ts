@@ -14,6 +14,26 @@ export const positiveInteger = makeValidator<number>((input) => {
   return value;
 });
 
+/** A count that may be 0. */
+export const nonNegativeInteger = makeValidator<number>((input) => {
+  const value = Number(input);
+  if (!/^[0-9]+$/.test(input) || !Number.isSafeInteger(value)) throw new EnvError('must be a whole number of 0 or more');
+  return value;
+});
+
+/**
+ * The shutdown variables both services read. A rollout needs SHUTDOWN_DELAY_MS at least as long
+ * as the load balancer takes to stop sending (endpoint propagation), and the orchestrator's grace
+ * period above SHUTDOWN_DELAY_MS + SHUTDOWN_TIMEOUT_MS.
+ */
+export const SHUTDOWN_ENV = {
+  SHUTDOWN_DELAY_MS: nonNegativeInteger({
+    default: 0,
+    desc: 'On SIGTERM, how long readiness fails while the listener still serves, before it closes',
+  }),
+  SHUTDOWN_TIMEOUT_MS: positiveInteger({ default: 10000, desc: 'Longest wait for in-flight work after the delay, on SIGTERM' }),
+};
+
 /** The logging variables both services read, with the same defaults. */
 export const LOGGING_ENV = {
   LOG_LEVEL: str({ default: 'info', choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] }),

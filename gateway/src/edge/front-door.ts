@@ -21,6 +21,8 @@ export interface RateLimitEdgeOptions {
   readonly settings: RateLimitSettings;
   readonly logger: Logger;
   readonly metrics?: GatewayMetrics;
+  /** True once shutdown has begun: refusals, like every response, then close their connection. */
+  readonly draining: () => boolean;
 }
 
 // Express matches paths case-insensitively and ignores a trailing slash, so the edge does too.
@@ -37,7 +39,7 @@ const FREE = /^\/v1\/openapi\.json\/?$/i;
  * the pet service: a flood of 429s then costs little more than a bare HTTP server's reply.
  */
 export function createRateLimitEdge(options: RateLimitEdgeOptions): RequestListener {
-  const { app, apiKeys, limiter, settings, logger, metrics } = options;
+  const { app, apiKeys, limiter, settings, logger, metrics, draining } = options;
   const keyPolicies = new WeakMap<ApiKey, RateLimitPolicy>();
   const ipPolicy = unauthenticatedPolicy(settings.unauthenticatedPerMinute);
   const policyOf = (key: ApiKey): RateLimitPolicy => {
@@ -58,6 +60,7 @@ export function createRateLimitEdge(options: RateLimitEdgeOptions): RequestListe
       ...error.headers,
       'Content-Type': 'application/json; charset=utf-8',
       'Content-Length': Buffer.byteLength(body),
+      ...(draining() ? { Connection: 'close' } : {}),
     });
     response.end(body);
     const seconds = Number(process.hrtime.bigint() - start) / 1e9;

@@ -1,69 +1,11 @@
 import { once } from 'node:events';
-import { type ClientHttp2Session, connect, constants } from 'node:http2';
-import { connect as connectTcp } from 'node:net';
-import { status as Status } from '@grpc/grpc-js';
-import { PetServiceService } from '@petstore/proto';
+import { type ClientHttp2Session, connect } from 'node:http2';
+import { credentials, makeGenericClientConstructor, type ServiceError } from '@grpc/grpc-js';
+import { PET_SERVICE_NAME, PetServiceClient } from '@petstore/proto';
 import { expect } from 'chai';
+import { service as healthService } from 'grpc-health-check';
+import { connectOutcome, type HeldCall, holdCall, roundTrip } from '../../../system-test/support/held-calls';
 import { startService, type ServiceProcess } from '../../../system-test/support/service-process';
-
-/** A ListPets call the server already has (its HEADERS), whose request message is still to come. */
-interface HeldCall {
-  /** Sends the message; resolves with the gRPC status name, or `reset` if the stream was torn down. */
-  send(): Promise<string>;
-  /** Resolves the same way without sending anything. */
-  readonly outcome: Promise<string>;
-}
-
-/**
- * Opens a ListPets call over raw HTTP/2 and withholds its message, as a slow client would: the
- * call is in flight on the server, and stays so for as long as the test likes, with no test hook
- * in the service.
- */
-function holdCall(session: ClientHttp2Session): HeldCall {
-  const stream = session.request({
-    ':method': 'POST',
-    ':path': '/petstore.v1.PetService/ListPets',
-    'content-type': 'application/grpc',
-    te: 'trailers',
-  });
-  const outcome = new Promise<string>((resolve) => {
-    let grpcStatus: string | undefined;
-    const record = (headers: Record<string, unknown>) => {
-      if (headers['grpc-status'] !== undefined) grpcStatus = Status[Number(headers['grpc-status'])];
-    };
-    stream.on('response', record);
-    stream.on('trailers', record);
-    stream.on('error', () => resolve('reset'));
-    stream.on('close', () => resolve(stream.rstCode === constants.NGHTTP2_NO_ERROR ? (grpcStatus ?? 'reset') : 'reset'));
-    stream.resume();
-  });
-  return {
-    outcome,
-    send() {
-      const message = PetServiceService.listPets.requestSerialize({ pageSize: 1, pageToken: '', status: 0 });
-      const frame = Buffer.alloc(5 + message.length);
-      frame.writeUInt32BE(message.length, 1);
-      message.copy(frame, 5);
-      stream.end(frame);
-      return outcome;
-    },
-  };
-}
-
-/** Resolves once the server has processed every frame sent before: a PING is answered in order. */
-function roundTrip(session: ClientHttp2Session): Promise<void> {
-  return new Promise((resolve, reject) => session.ping((error) => (error ? reject(error) : resolve())));
-}
-
-function connectOutcome(port: number): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = connectTcp(port, '127.0.0.1', () => {
-      socket.destroy();
-      resolve('connected');
-    });
-    socket.on('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message));
-  });
-}
 
 describe('pet service process on SIGTERM', function () {
   this.timeout(30_000);
@@ -103,5 +45,35 @@ describe('pet service process on SIGTERM', function () {
     expect(await petService.stop('SIGTERM')).to.equal(1);
     expect(Date.now() - started).to.be.within(500, 1500);
     expect(new Set(await Promise.all(calls.map((call) => call.outcome)))).to.not.include('OK');
+  });
+
+  it('with SHUTDOWN_DELAY_MS, reports the server NOT_SERVING at once but keeps serving calls, and PetService SERVING, for the delay', async () => {
+    petService = await startService('pet-service', { PET_SERVICE_HOST: '127.0.0.1', SHUTDOWN_DELAY_MS: '3000' });
+    const target = `127.0.0.1:${petService.port}`;
+    const HealthClient = makeGenericClientConstructor(healthService, 'Health');
+    const health = new HealthClient(target, credentials.createInsecure()) as never as {
+      check(request: { service: string }, callback: (error: ServiceError | null, response?: { status: string }) => void): void;
+      close(): void;
+    };
+    const check = (service: string) =>
+      new Promise<string>((resolve, reject) => health.check({ service }, (error, response) => (error ? reject(error) : resolve(response!.status))));
+    try {
+      const exited = petService.stop('SIGTERM');
+      await petService.waitForLog((line) => line.msg === 'shutting down');
+      // Kubelet's probe asks for the server (''): out of the endpoints. The gateways ask for the
+      // service through a channel balanced over every replica: one leaving must not fail them.
+      expect(await check('')).to.equal('NOT_SERVING');
+      expect(await check(PET_SERVICE_NAME)).to.equal('SERVING');
+      // A new connection and call, still served during the delay.
+      const client = new PetServiceClient(target, credentials.createInsecure());
+      const listed = await new Promise<number>((resolve, reject) =>
+        client.listPets({ pageSize: 1, pageToken: '', status: 0 }, (error, response) => (error ? reject(error) : resolve(response.pets.length))),
+      );
+      client.close();
+      expect(listed).to.equal(0);
+      expect(await exited).to.equal(0);
+    } finally {
+      health.close();
+    }
   });
 });
