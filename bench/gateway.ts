@@ -29,7 +29,7 @@ function profileFlags(): string[] {
 }
 /**
  * The services run as in production: their builds (`npm run build`), with the heap sized for a
- * container (README, Operations). Live heap after a full GC is under 20 MB in both; without a
+ * container (docs/operations.md). Live heap after a full GC is under 20 MB in both; without a
  * ceiling V8 lets garbage pile up to ~80 MB between major collections.
  */
 const RUNTIME = {

@@ -19,7 +19,7 @@ import { createServer } from '../pet-service/src/server';
 
 const sizes = (value: string | undefined) => (value ?? '1000,1000000').split(',').map(Number);
 const SIZES = { memory: sizes(process.env.BENCH_STORE_SIZES), mongodb: sizes(process.env.BENCH_STORE_MONGO_SIZES ?? process.env.BENCH_STORE_SIZES) };
-// FerretDB's SQLite handler scans the whole table per page (see README), so it gets fewer samples.
+// FerretDB's SQLite handler scans the whole table per page (see docs/performance.md), so it gets fewer samples.
 const SAMPLES = { memory: Number(process.env.BENCH_STORE_SAMPLES ?? 200), mongodb: Number(process.env.BENCH_STORE_MONGO_SAMPLES ?? 50) };
 const PAGE = 20;
 const SECRET = 'bench-store';

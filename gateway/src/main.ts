@@ -35,7 +35,7 @@ function loadSettings(): { config: GatewayConfig; apiKeys: ApiKeyStore } {
 
 interface Limiter {
   readonly limiter: RateLimiter;
-  /** Reported by /readyz; never fails readiness (see README, Operations). */
+  /** Reported by /readyz; never fails readiness (see docs/operations.md). */
   readonly redisCheck?: ReadinessCheck;
 }
 

@@ -1,5 +1,5 @@
 /**
- * The closed set of Error `code` values. Adding one is an API change: document it in README and
+ * The closed set of Error `code` values. Adding one is an API change: document it in docs/api.md and
  * the OpenAPI document, and say why.
  */
 export const ERROR_CODES = [
