@@ -1,4 +1,4 @@
-import { type Channel, credentials, Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
+import { type Channel, connectivityState, credentials, Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
 import {
   type CreatePetRequest,
   type CreatePetResponse,
@@ -7,7 +7,6 @@ import {
   type GetPetResponse,
   type ListPetsRequest,
   type ListPetsResponse,
-  PET_SERVICE_NAME,
   PetServiceClient,
 } from '@petstore/proto';
 import type { GatewayMetrics } from '../observability/metrics';
@@ -47,29 +46,26 @@ type Unary<Req, Res> = (
 ) => { on(event: 'metadata', listener: (metadata: Metadata) => void): unknown };
 
 /**
- * Reads are idempotent, so grpc-js retries them on UNAVAILABLE with backoff (within the call's
- * deadline). CreatePet is never retried: a create that reached the store but lost its answer
- * would be made twice. round_robin spreads calls over every resolved address: one HTTP/2
- * connection would otherwise pin all traffic to one replica behind a layer-4 Service.
+ * round_robin spreads calls over every resolved address: one HTTP/2 connection would otherwise pin
+ * all traffic to one replica behind a layer-4 Service. No retry policy: reads are retried by
+ * {@link createPetClient} itself (see {@link READ_RETRY_BACKOFF_MS}).
  */
 export const SERVICE_CONFIG = {
   loadBalancingConfig: [{ round_robin: {} }],
-  methodConfig: [
-    {
-      name: [
-        { service: PET_SERVICE_NAME, method: 'ListPets' },
-        { service: PET_SERVICE_NAME, method: 'GetPet' },
-      ],
-      retryPolicy: {
-        maxAttempts: 4,
-        initialBackoff: '0.05s',
-        maxBackoff: '0.5s',
-        backoffMultiplier: 2,
-        retryableStatusCodes: ['UNAVAILABLE'],
-      },
-    },
-  ],
 };
+
+/**
+ * Pauses before the retries of a read that failed UNAVAILABLE (each drawn between half and all of
+ * its value). Reads are idempotent; CreatePet is never retried, since a create that reached the
+ * store but lost its answer would be made twice.
+ *
+ * A read is retried only while the channel is READY, that is while some replica is connected:
+ * then UNAVAILABLE means one replica went away under the call and another can answer. With none
+ * connected the pet service is down, and the client is told so at once (503). grpc-js's own retry
+ * policy kept retrying with backoff whatever the channel's state, so a read that began as the last
+ * replica went away could take the whole deadline, where a create answered 503 at once.
+ */
+export const READ_RETRY_BACKOFF_MS = [20, 60] as const;
 
 /**
  * One long-lived channel for the process: HTTP/2 multiplexes every call over it, and creating a
@@ -78,32 +74,61 @@ export const SERVICE_CONFIG = {
 export function createPetClient(options: PetClientOptions): PetClient {
   const client = new PetServiceClient(options.target, credentials.createInsecure(), {
     'grpc.service_config': JSON.stringify(SERVICE_CONFIG),
-    'grpc.enable_retries': 1,
     // Reconnect quickly once a restarted pet service is back.
     'grpc.initial_reconnect_backoff_ms': 100,
     'grpc.max_reconnect_backoff_ms': 1000,
   });
+  const channel = client.getChannel() as Channel;
   const { metrics, timeoutMs } = options;
+  const once = <Req, Res>(
+    method: Unary<Req, Res>,
+    request: Req,
+    metadata: Metadata,
+    deadline: number,
+    onMetadata?: (metadata: Metadata) => void,
+  ): Promise<Res> =>
+    new Promise((resolve, reject) => {
+      const pending = method.call(client, request, metadata, { deadline }, (error, response) => (error ? reject(error) : resolve(response)));
+      // Initial metadata arrives before the response, so it is read before the promise settles.
+      if (onMetadata !== undefined) pending.on('metadata', onMetadata);
+    });
+  const retryable = (error: unknown, retry: number, deadline: number): number | undefined => {
+    const backoff = READ_RETRY_BACKOFF_MS[retry];
+    if (backoff === undefined || (error as ServiceError).code !== Status.UNAVAILABLE) return undefined;
+    if (channel.getConnectivityState(false) !== connectivityState.READY) return undefined;
+    const pause = backoff * (0.5 + Math.random() / 2);
+    return Date.now() + pause < deadline ? pause : undefined;
+  };
   const call =
-    <Req, Res>(name: string, method: Unary<Req, Res>) =>
-    (request: Req, metadata: Metadata = new Metadata(), onMetadata?: (metadata: Metadata) => void): Promise<Res> =>
-      new Promise((resolve, reject) => {
-        const start = process.hrtime.bigint();
-        const pending = method.call(client, request, metadata, { deadline: Date.now() + timeoutMs }, (error, response) => {
-          if (metrics !== undefined) {
-            const labels = { method: name, code: Status[error?.code ?? Status.OK]! };
-            metrics.grpcClientCalls.inc(labels);
-            metrics.grpcClientCallSeconds.observe(labels, Number(process.hrtime.bigint() - start) / 1e9);
+    <Req, Res>(name: string, method: Unary<Req, Res>, retries: boolean) =>
+    async (request: Req, metadata: Metadata = new Metadata(), onMetadata?: (metadata: Metadata) => void): Promise<Res> => {
+      const start = process.hrtime.bigint();
+      const deadline = Date.now() + timeoutMs;
+      let code = Status.OK;
+      try {
+        for (let retry = 0; ; retry += 1) {
+          try {
+            return await once(method, request, metadata, deadline, onMetadata);
+          } catch (error) {
+            const pause = retries ? retryable(error, retry, deadline) : undefined;
+            if (pause === undefined) {
+              code = (error as ServiceError).code ?? Status.UNKNOWN;
+              throw error;
+            }
+            await new Promise((resolve) => setTimeout(resolve, pause));
           }
-          if (error) reject(error);
-          else resolve(response);
-        });
-        // Initial metadata arrives before the response, so it is read before the promise settles.
-        if (onMetadata !== undefined) pending.on('metadata', onMetadata);
-      });
-  const createPet = call<CreatePetRequest, CreatePetResponse>('CreatePet', client.createPet);
+        }
+      } finally {
+        if (metrics !== undefined) {
+          const labels = { method: name, code: Status[code]! };
+          metrics.grpcClientCalls.inc(labels);
+          metrics.grpcClientCallSeconds.observe(labels, Number(process.hrtime.bigint() - start) / 1e9);
+        }
+      }
+    };
+  const createPet = call<CreatePetRequest, CreatePetResponse>('CreatePet', client.createPet, false);
   return {
-    listPets: call<ListPetsRequest, ListPetsResponse>('ListPets', client.listPets),
+    listPets: call<ListPetsRequest, ListPetsResponse>('ListPets', client.listPets, true),
     async createPet(request, metadata) {
       let replayed = false;
       const response = await createPet(request, metadata, (headers) => {
@@ -111,8 +136,8 @@ export function createPetClient(options: PetClientOptions): PetClient {
       });
       return { ...response, replayed };
     },
-    getPet: call<GetPetRequest, GetPetResponse>('GetPet', client.getPet),
-    channel: client.getChannel() as Channel,
+    getPet: call<GetPetRequest, GetPetResponse>('GetPet', client.getPet, true),
+    channel,
     close: () => client.close(),
   };
 }
