@@ -1,3 +1,4 @@
+import type { Metadata } from '@grpc/grpc-js';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { ApiError } from './api-error';
 import { grpcStatusToHttp } from './grpc-status-to-http';
@@ -39,7 +40,7 @@ const PET_ID_PATH = /^\/v1\/pets\/[^/]+\/?$/i;
 /** Normalises anything thrown into an {@link ApiError}; `path` is the request's, to name a bad parameter. */
 export function toApiError(error: unknown, path = ''): ApiError {
   if (error instanceof ApiError) return error;
-  if (isGrpcError(error)) return grpcStatusToHttp(error.code, error.details);
+  if (isGrpcError(error)) return grpcStatusToHttp(error.code, error.details, error.metadata);
   if (error instanceof URIError && (error as { status?: unknown }).status === 400) {
     return ApiError.invalid(PET_ID_PATH.test(path) ? 'petId' : 'path', 'malformed percent-encoding');
   }
@@ -53,7 +54,7 @@ export function toApiError(error: unknown, path = ''): ApiError {
   return new ApiError(500, 'internal', 'internal error');
 }
 
-function isGrpcError(error: unknown): error is { code: number; details: string } {
+function isGrpcError(error: unknown): error is { code: number; details: string; metadata?: Metadata } {
   return (
     error instanceof Error &&
     typeof (error as { code?: unknown }).code === 'number' &&
