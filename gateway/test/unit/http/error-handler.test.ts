@@ -14,16 +14,12 @@ function grpcError(code: Status, details: string, metadata: Metadata): Error {
 }
 
 describe('toApiError', () => {
-  it('names petId when the path it cannot decode is /v1/pets/{petId}', () => {
-    expect(toApiError(undecodableParameter(), '/v1/pets/%E0')).to.include({ status: 400, message: 'petId: malformed percent-encoding' });
-  });
-
-  it('names the path when another route cannot decode its parameter', () => {
-    expect(toApiError(undecodableParameter(), '/admin/bans/%E0')).to.include({ status: 400, message: 'path: malformed percent-encoding' });
+  it('names the path when a route leaves an undecodable parameter to it', () => {
+    expect(toApiError(undecodableParameter())).to.include({ status: 400, message: 'path: malformed percent-encoding' });
   });
 
   it("keeps a URIError of the gateway's own a 500", () => {
-    expect(toApiError(new URIError('URI malformed'), '/v1/pets/1')).to.include({ status: 500, code: 'internal' });
+    expect(toApiError(new URIError('URI malformed'))).to.include({ status: 500, code: 'internal' });
   });
 
   it('translates a gRPC error with the field violation in its trailers', () => {
