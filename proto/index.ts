@@ -5,6 +5,7 @@
 export * from './gen/petstore/v1/pet_service';
 export * from './contract';
 export * from './metadata';
+export * from './field-violation';
 
 import { dirname, join } from 'node:path';
 

@@ -9,3 +9,8 @@ export const IDEMPOTENCY_KEY_METADATA = 'idempotency-key';
 export const CALLER_ID_METADATA = 'x-caller-id';
 /** Response metadata, `true` when a create returned an earlier create's pet. */
 export const IDEMPOTENT_REPLAYED_METADATA = 'idempotent-replayed';
+/**
+ * Trailing metadata of gRPC's rich error model: a serialized google.rpc.Status whose details say
+ * more than the status line (see `field-violation.ts`).
+ */
+export const STATUS_DETAILS_METADATA = 'grpc-status-details-bin';

@@ -1,3 +1,4 @@
+import type { Metadata } from '@grpc/grpc-js';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { ApiError } from './api-error';
 import { grpcStatusToHttp } from './grpc-status-to-http';
@@ -12,8 +13,8 @@ export const notFound: RequestHandler = (_request, _response, next) => {
 
 /** Renders anything thrown on a request path as the Error body, never HTML or a stack trace. */
 export function createErrorHandler(onInternal: InternalErrorListener): ErrorRequestHandler {
-  return (error: unknown, request, response, _next) => {
-    const apiError = toApiError(error, request.path);
+  return (error: unknown, _request, response, _next) => {
+    const apiError = toApiError(error);
     if (apiError.code === 'internal') onInternal(error);
     if (response.headersSent) {
       response.destroy();
@@ -32,17 +33,20 @@ const HTTP_ERROR_TYPES: Readonly<Record<string, ApiError>> = {
   'request.size.invalid': new ApiError(400, 'invalid_request', 'body: length does not match Content-Length'),
 };
 
-// The router percent-decodes path parameters while matching, before any route runs, and throws a
-// URIError that names no parameter; /v1/pets/{petId} is the one public route that has one.
-const PET_ID_PATH = /^\/v1\/pets\/[^/]+\/?$/i;
+/**
+ * Whether `error` is the one express's router throws when it cannot percent-decode a path
+ * parameter. It is thrown while matching, before any handler runs, and names no parameter: a
+ * route that wants its parameter named catches it in an error handler of its own router.
+ */
+export function isUndecodableParameter(error: unknown): boolean {
+  return error instanceof URIError && (error as { status?: unknown }).status === 400;
+}
 
-/** Normalises anything thrown into an {@link ApiError}; `path` is the request's, to name a bad parameter. */
-export function toApiError(error: unknown, path = ''): ApiError {
+/** Normalises anything thrown into an {@link ApiError}. */
+export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
-  if (isGrpcError(error)) return grpcStatusToHttp(error.code, error.details);
-  if (error instanceof URIError && (error as { status?: unknown }).status === 400) {
-    return ApiError.invalid(PET_ID_PATH.test(path) ? 'petId' : 'path', 'malformed percent-encoding');
-  }
+  if (isGrpcError(error)) return grpcStatusToHttp(error.code, error.details, error.metadata);
+  if (isUndecodableParameter(error)) return ApiError.invalid('path', 'malformed percent-encoding');
   if (error !== null && typeof error === 'object') {
     const { type, status } = error as { type?: unknown; status?: unknown };
     if (typeof type === 'string' && HTTP_ERROR_TYPES[type] !== undefined) return HTTP_ERROR_TYPES[type];
@@ -53,7 +57,7 @@ export function toApiError(error: unknown, path = ''): ApiError {
   return new ApiError(500, 'internal', 'internal error');
 }
 
-function isGrpcError(error: unknown): error is { code: number; details: string } {
+function isGrpcError(error: unknown): error is { code: number; details: string; metadata?: Metadata } {
   return (
     error instanceof Error &&
     typeof (error as { code?: unknown }).code === 'number' &&

@@ -1,5 +1,5 @@
-import { status as Status } from '@grpc/grpc-js';
-import { IDEMPOTENCY_KEY_METADATA } from '@petstore/proto';
+import { type Metadata, status as Status } from '@grpc/grpc-js';
+import { fieldViolationOf, IDEMPOTENCY_KEY_METADATA } from '@petstore/proto';
 import { ApiError, type ErrorCode } from './api-error';
 
 interface Translation {
@@ -26,24 +26,31 @@ const TABLE = new Map<Status, Translation>([
 
 const INTERNAL: Translation = { status: 500, code: 'internal', passMessage: false, fallback: 'internal error' };
 
-// The pet service names fields as the .proto does; clients know the HTTP names.
-const HTTP_FIELD_NAMES: Readonly<Record<string, string>> = {
-  category_id: 'categoryId',
-  page_token: 'cursor',
-  page_size: 'limit',
-  id: 'petId',
-  [IDEMPOTENCY_KEY_METADATA]: 'Idempotency-Key',
-};
+/**
+ * The fields the pet service names in its google.rpc.BadRequest (proto field names, and metadata
+ * keys), under the names HTTP clients know. A field absent here has the same name on both sides.
+ */
+const HTTP_FIELD_NAMES: ReadonlyMap<string, string> = new Map([
+  ['category_id', 'categoryId'],
+  ['page_token', 'cursor'],
+  ['page_size', 'limit'],
+  ['id', 'petId'],
+  [IDEMPOTENCY_KEY_METADATA, 'Idempotency-Key'],
+]);
 
-/** Translates a gRPC error status and its details into the HTTP error a client sees. */
-export function grpcStatusToHttp(code: Status, details: string): ApiError {
+/**
+ * Translates a gRPC error into the HTTP error a client sees. A message is shown only for codes
+ * whose messages are meant for callers: built from the field violation in `metadata` when there
+ * is one (`<HTTP field>: <description>`), otherwise `details` as it came.
+ */
+export function grpcStatusToHttp(code: Status, details: string, metadata?: Metadata): ApiError {
   const translation = TABLE.get(code) ?? INTERNAL;
-  const message = translation.passMessage && details !== '' ? renameField(details) : translation.fallback;
-  return new ApiError(translation.status, translation.code, message, translation.headers);
+  return new ApiError(translation.status, translation.code, clientMessage(translation, details, metadata), translation.headers);
 }
 
-function renameField(details: string): string {
-  const colon = details.indexOf(':');
-  const field = colon > 0 ? HTTP_FIELD_NAMES[details.slice(0, colon)] : undefined;
-  return field === undefined ? details : field + details.slice(colon);
+function clientMessage(translation: Translation, details: string, metadata: Metadata | undefined): string {
+  if (!translation.passMessage) return translation.fallback;
+  const violation = fieldViolationOf(metadata);
+  if (violation !== undefined) return `${HTTP_FIELD_NAMES.get(violation.field) ?? violation.field}: ${violation.description}`;
+  return details === '' ? translation.fallback : details;
 }

@@ -1,8 +1,9 @@
 import { Metadata } from '@grpc/grpc-js';
 import { CALLER_ID_METADATA, IDEMPOTENCY_KEY_METADATA, isPositiveInt64, REQUEST_ID_METADATA } from '@petstore/proto';
-import { type Response, Router } from 'express';
+import { type ErrorRequestHandler, type Response, Router } from 'express';
 import { ApiError } from './api-error';
 import { deprecated } from './deprecation';
+import { isUndecodableParameter } from './error-handler';
 import { compileComponentSchema, describeFirstError } from './json-schema';
 import { jsonBody } from './json-body';
 import type { PetClient } from '../pet-service-client/pet-client';
@@ -76,7 +77,9 @@ export function createPetsRouter({ petClient, now }: PetsRouterOptions): Router 
     })
     .all(methodNotAllowed('GET, HEAD, POST'));
 
-  router
+  // A router of its own, so that its error handler hears only this route's errors.
+  const petRouter = Router();
+  petRouter
     .route('/v1/pets/:petId')
     .get(deprecated(now), async (request, response) => {
       const petId = String(request.params.petId);
@@ -85,9 +88,16 @@ export function createPetsRouter({ petClient, now }: PetsRouterOptions): Router 
       sendJson(response, 200, petToJson(pet!));
     })
     .all(methodNotAllowed('GET, HEAD'));
+  petRouter.use(namePetId);
+  router.use(petRouter);
 
   return router;
 }
+
+/** The route's one parameter is the one the router could not percent-decode: say so. */
+const namePetId: ErrorRequestHandler = (error, _request, _response, next) => {
+  next(isUndecodableParameter(error) ? ApiError.invalid('petId', 'malformed percent-encoding') : error);
+};
 
 /** Carries the request id to the pet service, so both services log the same id. */
 function requestMetadata(response: Response): Metadata {

@@ -1,4 +1,5 @@
 import { Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
+import { type FieldViolation, fieldViolationMetadata, IDEMPOTENCY_KEY_METADATA } from '@petstore/proto';
 
 /**
  * The pet service's one error type: a gRPC status code and a message safe to show callers.
@@ -8,23 +9,35 @@ export class PetServiceError extends Error {
   constructor(
     readonly code: Status,
     message: string,
+    /** The request field at fault, sent as a google.rpc.BadRequest so no caller parses `message`. */
+    readonly violation?: FieldViolation,
   ) {
     super(message);
     this.name = 'PetServiceError';
   }
 
+  /**
+   * `field` (a proto field name, or a metadata key) is wrong. The message, `field: problem`,
+   * stays readable in gRPC tools; callers read the field from the status details.
+   */
   static invalidArgument(field: string, problem: string): PetServiceError {
-    return new PetServiceError(Status.INVALID_ARGUMENT, `${field}: ${problem}`);
+    return PetServiceError.ofField(Status.INVALID_ARGUMENT, field, problem);
   }
 
   /** The refusal every store gives for an idempotency key reused with another request. */
   static idempotencyConflict(): PetServiceError {
-    return new PetServiceError(Status.ALREADY_EXISTS, 'idempotency-key: already used with a different request');
+    return PetServiceError.ofField(Status.ALREADY_EXISTS, IDEMPOTENCY_KEY_METADATA, 'already used with a different request');
   }
 
-  /** Normalises anything thrown into the error a gRPC callback takes. */
+  /** Normalises anything thrown into the error a gRPC callback takes, details in its trailers. */
   static toServiceError(error: unknown): Partial<ServiceError> {
     const known = error instanceof PetServiceError ? error : new PetServiceError(Status.INTERNAL, 'internal error');
-    return { code: known.code, details: known.message, message: known.message, metadata: new Metadata() };
+    const metadata =
+      known.violation === undefined ? new Metadata() : fieldViolationMetadata(known.code, known.message, known.violation);
+    return { code: known.code, details: known.message, message: known.message, metadata };
+  }
+
+  private static ofField(code: Status, field: string, description: string): PetServiceError {
+    return new PetServiceError(code, `${field}: ${description}`, { field, description });
   }
 }

@@ -2,16 +2,22 @@ import { on } from 'node:events';
 import { Writable } from 'node:stream';
 import { type ClientReadableStream, credentials, Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
 import {
+  CALLER_ID_METADATA,
   type CreatePetRequest,
   type CreatePetResponse,
   type GetPetRequest,
+  fieldViolationOf,
   type GetPetResponse,
+  IDEMPOTENCY_KEY_METADATA,
   type ListPetsRequest,
   type ListPetsResponse,
   PET_SERVICE_NAME,
   PetServiceClient,
   PetStatus,
+  STATUS_DETAILS_METADATA,
 } from '@petstore/proto';
+import { BadRequest } from '@petstore/proto/gen/google/rpc/error_details';
+import { Status as RpcStatus } from '@petstore/proto/gen/google/rpc/status';
 import { expect } from 'chai';
 import { service as healthService } from 'grpc-health-check';
 import { loadSync } from '@grpc/proto-loader';
@@ -22,19 +28,25 @@ import { createServer, type RunningServer } from '../../src/server';
 
 type Call<Req, Res> = (request: Req, metadata: Metadata, callback: (error: ServiceError | null, response: Res) => void) => unknown;
 
-function invoke<Req, Res>(client: PetServiceClient, method: Call<Req, Res>, request: Req): Promise<Res> {
+function invoke<Req, Res>(client: PetServiceClient, method: Call<Req, Res>, request: Req, metadata = new Metadata()): Promise<Res> {
   return new Promise((resolve, reject) =>
-    method.call(client, request, new Metadata(), (error, response) => (error ? reject(error) : resolve(response))),
+    method.call(client, request, metadata, (error, response) => (error ? reject(error) : resolve(response))),
   );
 }
 
-async function expectStatus(promise: Promise<unknown>, code: Status, details: RegExp): Promise<void> {
+function metadataOf(...entries: Array<[string, string]>): Metadata {
+  const metadata = new Metadata();
+  for (const [key, value] of entries) metadata.add(key, value);
+  return metadata;
+}
+
+async function expectStatus(promise: Promise<unknown>, code: Status, details: RegExp): Promise<ServiceError> {
   try {
     await promise;
   } catch (error) {
     expect((error as ServiceError).code, (error as ServiceError).details).to.equal(code);
     expect((error as ServiceError).details).to.match(details);
-    return;
+    return error as ServiceError;
   }
   expect.fail(`expected gRPC status ${Status[code]}`);
 }
@@ -57,6 +69,8 @@ describe('pet service over gRPC (real server on port 0)', () => {
     invoke<CreatePetRequest, CreatePetResponse>(client, client.createPet, { name, categoryId, status });
   const list = (request: ListPetsRequest) => invoke<ListPetsRequest, ListPetsResponse>(client, client.listPets, request);
   const get = (id: string) => invoke<GetPetRequest, GetPetResponse>(client, client.getPet, { id });
+  const createWith = (metadata: Metadata, name = 'Rex') =>
+    invoke<CreatePetRequest, CreatePetResponse>(client, client.createPet, { name, categoryId: '1', status: 0 }, metadata);
 
   it('creates with status defaulting to available, and gets by id', async () => {
     const { pet } = await create('Rex', '9223372036854775807');
@@ -83,26 +97,50 @@ describe('pet service over gRPC (real server on port 0)', () => {
     expect((await list({ pageSize: 0, pageToken: '', status: 0 })).pets).to.have.length(20);
   });
 
-  const invalid: Array<[string, () => Promise<unknown>, RegExp]> = [
-    ['empty name', () => create(''), /^name: /],
-    ['101-character name', () => create('x'.repeat(101)), /^name: /],
-    ['zero category', () => create('a', '0'), /^category_id: /],
-    ['negative category', () => create('a', '-5'), /^category_id: /],
-    ['unknown status on create', () => create('a', '1', 9 as PetStatus), /^status: /],
-    ['page_size over 100', () => list({ pageSize: 101, pageToken: '', status: 0 }), /^page_size: /],
-    ['negative page_size', () => list({ pageSize: -1, pageToken: '', status: 0 }), /^page_size: /],
-    ['unknown status filter', () => list({ pageSize: 1, pageToken: '', status: 7 as PetStatus }), /^status: /],
-    ['garbage page token', () => list({ pageSize: 1, pageToken: '!!', status: 0 }), /^page_token: /],
-    ['id zero', () => get('0'), /^id: /],
+  const invalid: Array<[string, () => Promise<unknown>, string]> = [
+    ['empty name', () => create(''), 'name'],
+    ['101-character name', () => create('x'.repeat(101)), 'name'],
+    ['zero category', () => create('a', '0'), 'category_id'],
+    ['negative category', () => create('a', '-5'), 'category_id'],
+    ['unknown status on create', () => create('a', '1', 9 as PetStatus), 'status'],
+    ['page_size over 100', () => list({ pageSize: 101, pageToken: '', status: 0 }), 'page_size'],
+    ['negative page_size', () => list({ pageSize: -1, pageToken: '', status: 0 }), 'page_size'],
+    ['unknown status filter', () => list({ pageSize: 1, pageToken: '', status: 7 as PetStatus }), 'status'],
+    ['garbage page token', () => list({ pageSize: 1, pageToken: '!!', status: 0 }), 'page_token'],
+    ['id zero', () => get('0'), 'id'],
+    ['two idempotency keys', () => createWith(metadataOf([IDEMPOTENCY_KEY_METADATA, 'a'], [IDEMPOTENCY_KEY_METADATA, 'b'])), 'idempotency-key'],
   ];
-  for (const [what, run, details] of invalid) {
-    it(`gives INVALID_ARGUMENT naming the field for ${what}`, async () => {
-      await expectStatus(run(), Status.INVALID_ARGUMENT, details);
+  for (const [what, run, field] of invalid) {
+    it(`gives INVALID_ARGUMENT naming the field ${field} in a BadRequest for ${what}`, async () => {
+      const error = await expectStatus(run(), Status.INVALID_ARGUMENT, new RegExp(`^${field}: `));
+      const violation = fieldViolationOf(error.metadata);
+      expect(violation?.field).to.equal(field);
+      expect(error.details, 'the status message stays readable in gRPC tools').to.equal(`${field}: ${violation?.description}`);
     });
   }
 
-  it('gives NOT_FOUND for a missing pet', async () => {
-    await expectStatus(get('42'), Status.NOT_FOUND, /42/);
+  it('sends the field violation as a standard google.rpc.Status in grpc-status-details-bin', async () => {
+    const error = await expectStatus(create('a', '0'), Status.INVALID_ARGUMENT, /^category_id: /);
+    const [bytes] = error.metadata.get(STATUS_DETAILS_METADATA);
+    expect(bytes).to.be.instanceOf(Buffer);
+    const status = RpcStatus.decode(bytes as Buffer);
+    expect(status).to.include({ code: Status.INVALID_ARGUMENT, message: 'category_id: must be a positive int64' });
+    expect(status.details.map((detail) => detail.typeUrl)).to.deep.equal(['type.googleapis.com/google.rpc.BadRequest']);
+    expect(BadRequest.decode(status.details[0]!.value).fieldViolations).to.deep.equal([
+      { field: 'category_id', description: 'must be a positive int64', reason: '', localizedMessage: undefined },
+    ]);
+  });
+
+  it('names idempotency-key in the ALREADY_EXISTS of a key reused with another request', async () => {
+    const key = (): Metadata => metadataOf([IDEMPOTENCY_KEY_METADATA, 'k'], [CALLER_ID_METADATA, 'caller']);
+    await createWith(key(), 'Rex');
+    const error = await expectStatus(createWith(key(), 'Max'), Status.ALREADY_EXISTS, /^idempotency-key: /);
+    expect(fieldViolationOf(error.metadata)).to.deep.equal({ field: 'idempotency-key', description: 'already used with a different request' });
+  });
+
+  it('sends no status details with an error that names no field', async () => {
+    const error = await expectStatus(get('42'), Status.NOT_FOUND, /42/);
+    expect(error.metadata.get(STATUS_DETAILS_METADATA)).to.deep.equal([]);
   });
 
   it('answers the standard health check, and NOT_SERVING once shutdown starts', async () => {

@@ -1,4 +1,5 @@
-import { status as Status } from '@grpc/grpc-js';
+import { Metadata, status as Status } from '@grpc/grpc-js';
+import { fieldViolationMetadata, STATUS_DETAILS_METADATA } from '@petstore/proto';
 import { expect } from 'chai';
 import { grpcStatusToHttp } from '../../../src/http/grpc-status-to-http';
 
@@ -28,10 +29,49 @@ describe('grpcStatusToHttp', () => {
     expect(grpcStatusToHttp(Status.UNAVAILABLE, 'down').headers).to.deep.equal({});
   });
 
-  it('passes validation messages through with HTTP field names', () => {
-    expect(grpcStatusToHttp(Status.INVALID_ARGUMENT, 'page_token: is malformed').message).to.equal('cursor: is malformed');
-    expect(grpcStatusToHttp(Status.INVALID_ARGUMENT, 'category_id: must be').message).to.equal('categoryId: must be');
-    expect(grpcStatusToHttp(Status.INVALID_ARGUMENT, 'name: too long').message).to.equal('name: too long');
+  const violation = (field: string, description: string) =>
+    fieldViolationMetadata(Status.INVALID_ARGUMENT, `${field}: ${description}`, { field, description });
+
+  // Every field the pet service names (pet-validation, page-token, idempotency, the handlers).
+  const fields: Array<[string, string]> = [
+    ['name', 'name'],
+    ['category_id', 'categoryId'],
+    ['status', 'status'],
+    ['page_size', 'limit'],
+    ['page_token', 'cursor'],
+    ['id', 'petId'],
+    ['idempotency-key', 'Idempotency-Key'],
+    ['x-caller-id', 'x-caller-id'],
+    ['request', 'request'],
+  ];
+  for (const [field, httpField] of fields) {
+    it(`names the pet service's ${field} as ${httpField}, from the field violation alone`, () => {
+      // The status line says something else, so a message parser would be caught out.
+      const error = grpcStatusToHttp(Status.INVALID_ARGUMENT, 'not the message', violation(field, 'is wrong'));
+      expect(error).to.include({ status: 400, code: 'invalid_request', message: `${httpField}: is wrong` });
+    });
+  }
+
+  it('names the field of a conflict too', () => {
+    const metadata = fieldViolationMetadata(Status.ALREADY_EXISTS, 'x', { field: 'idempotency-key', description: 'already used' });
+    expect(grpcStatusToHttp(Status.ALREADY_EXISTS, 'x', metadata)).to.include({ status: 409, message: 'Idempotency-Key: already used' });
+  });
+
+  it('shows a caller-facing message as it came when the error carries no field violation', () => {
+    expect(grpcStatusToHttp(Status.NOT_FOUND, 'pet 42 not found', new Metadata()).message).to.equal('pet 42 not found');
+    expect(grpcStatusToHttp(Status.INVALID_ARGUMENT, 'page_size: as text only').message).to.equal('page_size: as text only');
+    expect(grpcStatusToHttp(Status.INVALID_ARGUMENT, '').message).to.equal('invalid request');
+  });
+
+  it('falls back to the status message when the details cannot be decoded', () => {
+    const metadata = new Metadata();
+    metadata.set(STATUS_DETAILS_METADATA, Buffer.from([0xff, 0xff, 0xff]));
+    expect(grpcStatusToHttp(Status.INVALID_ARGUMENT, 'limit: bad', metadata).message).to.equal('limit: bad');
+  });
+
+  it('never shows a field violation for a code whose messages are not for clients', () => {
+    const metadata = fieldViolationMetadata(Status.UNAVAILABLE, 'x', { field: 'id', description: 'secret' });
+    expect(grpcStatusToHttp(Status.UNAVAILABLE, 'x', metadata).message).to.equal('pet service unavailable');
   });
 
   it('never shows internal details of server-side failures', () => {

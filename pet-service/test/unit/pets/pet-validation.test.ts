@@ -1,10 +1,11 @@
 import { status as Status } from '@grpc/grpc-js';
 import { PetStatus } from '@petstore/proto';
 import { expect } from 'chai';
+import { PetServiceError } from '../../../src/pets/pet-service-error';
 import { validateCreate, validateGet, validateList } from '../../../src/pets/pet-validation';
 
 function expectInvalid(run: () => unknown, field: string): void {
-  expect(run).to.throw(new RegExp(`^${field}: `)).with.property('code', Status.INVALID_ARGUMENT);
+  expect(run).to.throw(PetServiceError).that.includes({ code: Status.INVALID_ARGUMENT }).and.has.nested.property('violation.field', field);
 }
 
 describe('pet-validation', () => {
