@@ -35,7 +35,9 @@ interface Subject {
  *
  * The per-IP bucket is rate-limiter-flexible's RateLimiterMemory, whose counters expire by
  * themselves, so client IPs do not pile up. The key policy (two windows spent together, strikes,
- * bans) is counted here, per API key: a set the keys file bounds, so nothing needs sweeping.
+ * bans) is counted here, per API key (a set the keys file bounds, so nothing needs sweeping): it must
+ * keep the promises of the Redis script, which the library cannot (see rate-limit-script.ts), and
+ * decide on the injected clock, while the library's memory store reads `Date.now` itself.
  */
 export class MemoryRateLimiter implements RateLimiter {
   private readonly subjects = new Map<string, Subject>();

@@ -46,8 +46,9 @@ describe('what rate-limiter-flexible cannot do for the API-key policy', function
   });
 
   it('gives a custom Lua script one key and four fixed arguments, and reads back one count', async () => {
+    const client = new Redis(server.url);
     const probe = new RateLimiterRedis({
-      storeClient: new Redis(server.url),
+      storeClient: client,
       points: 100,
       duration: 60,
       customIncrTtlLuaScript: 'return {#KEYS, #ARGV}',
@@ -56,7 +57,7 @@ describe('what rate-limiter-flexible cannot do for the API-key policy', function
       const result = await probe.consume(key);
       expect([result.consumedPoints, result.msBeforeNext], 'one key; points, duration, limit, duration').to.deep.equal([1, 4]);
     } finally {
-      probe.client.disconnect();
+      client.disconnect();
     }
   });
 
