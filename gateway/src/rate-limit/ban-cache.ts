@@ -9,6 +9,11 @@ interface CachedBan {
  * (the others keep being answered here meanwhile), so a ban lifted on another replica or by the
  * unban command is noticed within `recheckMs`. That bounded poll was chosen over pub/sub: it needs
  * no second connection per replica and cannot miss a message sent while that connection was down.
+ *
+ * Not rate-limiter-flexible's in-memory blocking: a key blocked there is answered with the memory
+ * block's own length and no reason (rate-limiter-flexible-limits.test.ts), so with a one-second block
+ * Retry-After would say 1 during a 900 s ban and a ban would look like a limit; with a block as long
+ * as the ban, an unban would reach no other replica until the ban ended.
  */
 export class BanCache {
   private readonly bans = new Map<string, CachedBan>();

@@ -30,6 +30,10 @@ export interface FallbackRateLimiterOptions {
  * Uses the shared store while it works and the in-memory one while it does not, so a Redis outage
  * costs exactness across replicas, never availability: no request fails or waits on Redis. Logs the
  * switch each way once, and switches back by itself when the connection is ready again.
+ *
+ * Not rate-limiter-flexible's `insuranceLimiter`: that sends every request to a hung Redis first
+ * (rate-limiter-flexible-limits.test.ts), reports no switch to log or count, and would have to be
+ * a limiter of the library's one-count results, which cannot carry the key policy's two windows.
  */
 export class FallbackRateLimiter implements RateLimiter {
   private readonly primary: SharedRateLimiter;

@@ -1,3 +1,4 @@
+import { RateLimiterMemory } from 'rate-limiter-flexible';
 import {
   banned,
   blockingWindow,
@@ -5,9 +6,9 @@ import {
   type RateLimitDecision,
   type RateLimiter,
   type RateLimitPolicy,
-  windowEnd,
   windowIndex,
 } from './rate-limiter';
+import { createWindowBucket, isSingleWindow } from './window-bucket';
 
 export interface MemoryRateLimiterOptions {
   /** Milliseconds since the epoch. */
@@ -17,8 +18,6 @@ export interface MemoryRateLimiterOptions {
 interface Counter {
   index: number;
   count: number;
-  /** End of the counter's window, ms since the epoch. */
-  endsAt: number;
 }
 
 interface Subject {
@@ -30,26 +29,29 @@ interface Subject {
   bannedUntil: number;
 }
 
-const SWEEP_EVERY_MS = 60_000;
-
 /**
  * Counters in this process only: the default for a single replica, and the fallback while Redis
  * is unreachable. Same semantics as the Redis store (the shared contract tests hold both to it).
+ *
+ * The per-IP bucket is rate-limiter-flexible's RateLimiterMemory, whose counters expire by
+ * themselves, so client IPs do not pile up. The key policy (two windows spent together, strikes,
+ * bans) is counted here, per API key (a set the keys file bounds, so nothing needs sweeping): it must
+ * keep the promises of the Redis script, which the library cannot (see rate-limit-script.ts), and
+ * decide on the injected clock, while the library's memory store reads `Date.now` itself.
  */
 export class MemoryRateLimiter implements RateLimiter {
   private readonly subjects = new Map<string, Subject>();
-  private nextSweepAt = 0;
+  private readonly bucket = createWindowBucket((points, duration) => new RateLimiterMemory({ points, duration, keyPrefix: '' }));
 
   constructor(private readonly options: MemoryRateLimiterOptions) {}
 
   consume(subject: string, policy: RateLimitPolicy): Promise<RateLimitDecision> {
-    return Promise.resolve(this.consumeNow(subject, policy));
+    const now = this.options.now();
+    if (isSingleWindow(policy)) return this.bucket.consume(subject, policy, now);
+    return Promise.resolve(this.consumeKey(subject, policy, now));
   }
 
-  /** Synchronous form of {@link consume}. */
-  consumeNow(name: string, policy: RateLimitPolicy): RateLimitDecision {
-    const now = this.options.now();
-    this.sweep(now);
+  private consumeKey(name: string, policy: RateLimitPolicy, now: number): RateLimitDecision {
     let subject = this.subjects.get(name);
     if (subject === undefined) {
       subject = { counters: new Map(), strikesIn: '', strikes: 0, bannedUntil: 0 };
@@ -61,12 +63,11 @@ export class MemoryRateLimiter implements RateLimiter {
       const index = windowIndex(window, now);
       let counter = subject.counters.get(window.name);
       if (counter === undefined) {
-        counter = { index, count: 0, endsAt: windowEnd(window, now) };
+        counter = { index, count: 0 };
         subject.counters.set(window.name, counter);
       } else if (counter.index !== index) {
         counter.index = index;
         counter.count = 0;
-        counter.endsAt = windowEnd(window, now);
       }
       return counter;
     });
@@ -106,22 +107,5 @@ export class MemoryRateLimiter implements RateLimiter {
   close(): Promise<void> {
     this.subjects.clear();
     return Promise.resolve();
-  }
-
-  /** How many subjects are held; the sweep keeps this from growing with every client IP seen. */
-  get size(): number {
-    return this.subjects.size;
-  }
-
-  /** Forgets subjects whose windows have all ended and that are not banned. */
-  private sweep(now: number): void {
-    if (now < this.nextSweepAt) return;
-    this.nextSweepAt = now + SWEEP_EVERY_MS;
-    for (const [name, subject] of this.subjects) {
-      if (subject.bannedUntil > now) continue;
-      let live = false;
-      for (const counter of subject.counters.values()) if (counter.endsAt > now) live = true;
-      if (!live) this.subjects.delete(name);
-    }
   }
 }

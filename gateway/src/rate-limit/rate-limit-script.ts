@@ -5,8 +5,11 @@ export const SCRIPT_BANNED = 2;
 
 /**
  * Checks the ban, checks every window and, only if all have room, counts the request in all of
- * them, in one atomic round trip. A library union of two limiters cannot do this: it spends a point
- * in one window while the other rejects.
+ * them, in one atomic round trip. rate-limiter-flexible cannot (rate-limiter-flexible-limits.test.ts):
+ * its RateLimiterUnion spends a point in one window while the other rejects (its issue #280), and
+ * the script it lets one plug in gets one key and four fixed arguments and returns one count, so the
+ * second window, the limits, the ban and the gateway's clock cannot reach it, nor both counts (which
+ * the `RateLimit` header reports) come back.
  *
  * KEYS: ban, then per window its counter and its strikes counter (all share one hash tag, so one
  * Redis Cluster slot).

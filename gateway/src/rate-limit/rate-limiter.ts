@@ -61,6 +61,14 @@ export interface RateLimiter {
   close(): Promise<void>;
 }
 
+/**
+ * Every counter key of a subject, in either store, starts with this; in Redis it is a hash tag, so
+ * one Redis Cluster slot holds all of a subject's keys.
+ */
+export function counterKeyPrefix(subject: string): string {
+  return `{rl:${subject}}`;
+}
+
 /** Index of the window that contains `now`. */
 export function windowIndex(window: RateLimitWindow, now: number): number {
   return Math.floor(now / (window.seconds * 1000));

@@ -1,8 +1,10 @@
 import type { Redis } from 'ioredis';
+import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { BanCache } from './ban-cache';
 import { RATE_LIMIT_LUA, SCRIPT_BANNED, SCRIPT_LIMITED } from './rate-limit-script';
 import {
   banned,
+  counterKeyPrefix,
   decide,
   type RateLimitDecision,
   type RateLimiter,
@@ -10,6 +12,7 @@ import {
   windowEnd,
   windowIndex,
 } from './rate-limiter';
+import { createWindowBucket, isSingleWindow, type WindowBucket } from './window-bucket';
 
 export interface RedisRateLimiterOptions {
   /** Taken over: {@link RedisRateLimiter.close} quits it. */
@@ -27,26 +30,25 @@ interface ScriptedRedis {
 /** Counters outlive their window by this much, so a replica whose clock lags a little still finds them. */
 const EXPIRY_SLACK_MS = 60_000;
 
-/** Every key of a subject shares this hash tag, so one Redis Cluster slot holds them all. */
-export function redisKeyPrefix(subject: string): string {
-  return `{rl:${subject}}`;
-}
-
 /** Holds the ban's end (ms since the epoch) while `subject` is banned. */
-export function banKey(subject: string): string {
-  return `${redisKeyPrefix(subject)}:ban`;
+function banKey(subject: string): string {
+  return `${counterKeyPrefix(subject)}:ban`;
 }
 
 /**
- * Counters shared by every gateway replica through one Lua script per request (EVALSHA, which
- * ioredis auto-pipelines with the other requests in flight). Bans are cached per replica; see
- * {@link BanCache}. Errors are thrown, not hidden: {@link FallbackRateLimiter} decides what to do.
+ * Counters shared by every gateway replica, one script per request (EVALSHA, which ioredis
+ * auto-pipelines with the other requests in flight): the per-IP bucket is rate-limiter-flexible's
+ * RateLimiterRedis; the key policy is this gateway's own script ({@link RATE_LIMIT_LUA}), because
+ * the library cannot spend two windows in one step (see docs/rate-limiter.md). Bans are cached per
+ * replica; see {@link BanCache}. Errors are thrown, not hidden: {@link FallbackRateLimiter} decides
+ * what to do.
  */
 export class RedisRateLimiter implements RateLimiter {
   private readonly redis: Redis;
   private readonly scripted: ScriptedRedis;
   private readonly now: () => number;
   private readonly bans: BanCache;
+  private readonly bucket: WindowBucket;
 
   constructor(options: RedisRateLimiterOptions) {
     this.redis = options.redis;
@@ -54,6 +56,7 @@ export class RedisRateLimiter implements RateLimiter {
     this.scripted = this.redis as unknown as ScriptedRedis;
     this.now = options.now;
     this.bans = new BanCache(options.banRecheckMs ?? 1000);
+    this.bucket = createWindowBucket((points, duration) => new RateLimiterRedis({ storeClient: this.redis, points, duration, keyPrefix: '' }));
   }
 
   /** Whether the connection is up; while it is not, commands would fail at once. */
@@ -63,10 +66,11 @@ export class RedisRateLimiter implements RateLimiter {
 
   async consume(subject: string, policy: RateLimitPolicy): Promise<RateLimitDecision> {
     const now = this.now();
+    if (isSingleWindow(policy)) return this.bucket.consume(subject, policy, now);
     const cachedBanEnd = this.bans.lookup(subject, now);
     if (cachedBanEnd !== undefined) return banned(policy, now, cachedBanEnd);
 
-    const prefix = redisKeyPrefix(subject);
+    const prefix = counterKeyPrefix(subject);
     const keys = [`${prefix}:ban`];
     const windowArgs: number[] = [];
     for (const window of policy.windows) {

@@ -14,6 +14,8 @@ const FREE: RateLimitPolicy = {
   ban: { threshold: 10, seconds: 900 },
 };
 
+const PER_IP: RateLimitPolicy = { windows: [{ name: 'ip-minute', limit: 60, seconds: 60 }] };
+
 describe('RedisRateLimiter against a real redis-server', function () {
   let server: RedisServer;
   let admin: Redis;
@@ -71,6 +73,8 @@ describe('RedisRateLimiter against a real redis-server', function () {
       expect(keys.length).to.be.at.least(3);
       for (const key of keys) expect(key).to.match(/^\{rl:key:slots\}:/);
       expect(keys).to.include('{rl:key:slots}:ban');
+      await a.consume('ip:10.9.8.7', PER_IP);
+      expect(await admin.keys('*10.9.8.7*')).to.deep.equal([`{rl:ip:10.9.8.7}:ip-minute:${Math.floor(now / 60_000)}`]);
     });
 
     it('answers a banned key from the replica cache, rechecking Redis at most once a second', async () => {
@@ -100,9 +104,11 @@ describe('RedisRateLimiter against a real redis-server', function () {
       expect((await b.consume('key:lift', tight)).outcome, 'and learns of the unban on its recheck').to.equal('limited');
     });
 
-    it('reloads its script after Redis forgets it', async () => {
+    it('reloads its scripts after Redis forgets them', async () => {
       await admin.script('FLUSH');
       expect((await a.consume('key:noscript', FREE)).outcome).to.equal('allowed');
+      await admin.script('FLUSH');
+      expect((await a.consume('ip:noscript', PER_IP)).outcome, "and so does the library's").to.equal('allowed');
     });
   });
 });

@@ -185,6 +185,32 @@ export function rateLimiterContract(name: string, create: (now: () => number) =>
       expect(await limiter.unban(`${key}-never-seen`)).to.equal(false);
     });
 
+    it('counts a one-window policy (the per-IP bucket) to its limit until the UTC minute ends, never banning', async () => {
+      const perIp: RateLimitPolicy = { windows: [{ name: 'ip-minute', limit: 3, seconds: 60 }] };
+      now = DAY_START + 5 * MINUTE + 30_000;
+      const allowed = await consumeTimes(3, perIp);
+      expect(allowed.map((d) => [d.outcome, d.windows[0]!.remaining])).to.deep.equal([
+        ['allowed', 2],
+        ['allowed', 1],
+        ['allowed', 0],
+      ]);
+      expect(allowed[0]!.windows[0]!.resetAt).to.equal(DAY_START + 6 * MINUTE);
+      const refused = await consumeTimes(20, perIp);
+      expect(new Set(refused.map((d) => d.outcome))).to.deep.equal(new Set(['limited']));
+      expect(refused[0]!.blocking!.resetAt).to.equal(DAY_START + 6 * MINUTE);
+      expect(refused[0]!.windows[0]!.remaining).to.equal(0);
+      now = DAY_START + 6 * MINUTE;
+      const next = await limiter.consume(key, perIp);
+      expect([next.outcome, next.windows[0]!.remaining, next.windows[0]!.resetAt]).to.deep.equal(['allowed', 2, DAY_START + 7 * MINUTE]);
+    });
+
+    it('counts concurrent requests of a one-window policy exactly', async () => {
+      const perIp: RateLimitPolicy = { windows: [{ name: 'ip-minute', limit: 10, seconds: 60 }] };
+      const decisions = await Promise.all(Array.from({ length: 25 }, () => limiter.consume(key, perIp)));
+      const remaining = decisions.filter((d) => d.outcome === 'allowed').map((d) => d.windows[0]!.remaining);
+      expect([...remaining].sort((a, b) => a - b)).to.deep.equal([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    });
+
     it('does not report an expired ban as lifted', async () => {
       const limits = policy(1, 100, { threshold: 1, seconds: 60 });
       await consumeTimes(3, limits);
