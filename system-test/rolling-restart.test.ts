@@ -126,33 +126,41 @@ async function startCluster(redisUrl: string, keysFile: string, shutdownDelayMs:
   const pets = await Promise.all([0, 1].map(startPet));
   const gateways = await Promise.all([0, 1].map(startGateway));
 
-  // The Service's endpoints: /readyz polled on every gateway; one being taken out stays out.
-  const ready = new Set<number>();
+  // The Service's endpoints: /readyz polled on every gateway, each poll a numbered round; a
+  // gateway is in while its last answer was 200 and it is not being taken out.
+  const readyInRound = new Map<number, number>();
   const takenOut = new Set<number>();
+  let round = 0;
   let polling = true;
   const poll = async (): Promise<void> => {
     while (polling) {
+      const thisRound = ++round;
       await Promise.all(
         gatewayPorts.map(async ({ adminPort }, index) => {
           const ok = await fetch(`http://127.0.0.1:${adminPort}/readyz`, { signal: AbortSignal.timeout(500) }).then(
             (response) => response.status === 200,
             () => false,
           );
-          if (ok) ready.add(index);
-          else ready.delete(index);
+          if (ok) readyInRound.set(index, thisRound);
+          else readyInRound.delete(index);
         }),
       );
       await new Promise((resolve) => setTimeout(resolve, READINESS_POLL_MS));
     }
   };
   const poller = poll();
-  await waitFor(async () => ready.size === 2, 10_000);
+  /** Until a poll begun after now finds the gateway ready: never on a stale answer. */
+  const becameReady = (index: number): Promise<void> => {
+    const after = round;
+    return waitFor(async () => (readyInRound.get(index) ?? 0) > after, 10_000);
+  };
+  await Promise.all([0, 1].map(becameReady));
 
   const served = (pet: ServiceProcess, gateway: number) => (line: Record<string, unknown>) =>
     line.msg === 'grpc call' && String(line.requestId).startsWith(`g${gateway}-`);
 
   return {
-    endpoints: () => [...ready].filter((index) => !takenOut.has(index)),
+    endpoints: () => [...readyInRound.keys()].filter((index) => !takenOut.has(index)),
     urls: () => gatewayPorts.map(({ port }) => `http://127.0.0.1:${port}`),
     async restartPetServices() {
       for (const index of [0, 1]) {
@@ -165,14 +173,16 @@ async function startCluster(redisUrl: string, keysFile: string, shutdownDelayMs:
     },
     async restartGateways(preStopPauseMs) {
       for (const index of [0, 1]) {
+        // With a preStop pause the pod leaves the endpoints first, and its replacement joins
+        // them once ready; without one, only its failing /readyz takes it out.
         if (preStopPauseMs > 0) {
           takenOut.add(index);
           await new Promise((resolve) => setTimeout(resolve, preStopPauseMs));
         }
         expect(await gateways[index]!.stop('SIGTERM'), `gateway ${index} exit code`).to.equal(0);
-        takenOut.delete(index);
         gateways[index] = await startGateway(index);
-        await waitFor(async () => ready.has(index), 10_000);
+        await becameReady(index);
+        takenOut.delete(index);
       }
     },
     async stop() {
