@@ -31,8 +31,17 @@ export interface GatewayConfig {
   readonly banSeconds: number;
   readonly unauthenticatedPerMinute: number;
   readonly trustProxy: TrustProxy;
+  /** Timeouts and the connection cap of the public listener (see `http/http-server.ts`). */
+  readonly connectionLimits: {
+    readonly headersTimeoutMs: number;
+    readonly requestTimeoutMs: number;
+    readonly keepAliveTimeoutMs: number;
+    readonly maxConnections: number;
+  };
   readonly adminHost: string;
   readonly adminPort: number;
+  /** Guards the admin port's state-changing routes; undefined: loopback clients only. */
+  readonly adminToken: string | undefined;
   readonly logLevel: string;
   readonly logPretty: boolean;
   /** On SIGTERM: readiness fails at once, the listener serves this long, then closes. */
@@ -51,6 +60,12 @@ const redisUrl = makeValidator<string>((input) => {
     throw new EnvError('must be a redis:// or rediss:// URL');
   }
   if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new EnvError('must be a redis:// or rediss:// URL');
+  return input;
+});
+
+/** Empty, or a secret long enough not to be guessed. */
+const adminToken = makeValidator<string>((input) => {
+  if (input !== '' && (input.length < 16 || /\s/.test(input))) throw new EnvError('must be empty or at least 16 characters without spaces');
   return input;
 });
 
@@ -107,7 +122,15 @@ export function parseConfig(
         default: '0.0.0.0',
         desc: 'Interface of the admin listener; kubelet probes and Prometheus reach it on the pod IP. Unauthenticated: never expose it publicly',
       }),
+      ADMIN_TOKEN: adminToken({
+        default: '',
+        desc: 'Bearer token for the admin port\'s state-changing routes (from a Secret); empty: loopback clients only',
+      }),
       ADMIN_PORT: listenPort({ default: 9090, desc: 'Port of /metrics, /healthz, /readyz and /admin; 0 picks a free one' }),
+      HTTP_HEADERS_TIMEOUT_MS: positiveInteger({ default: 10000, desc: 'Longest wait for a request\'s headers, from its first byte' }),
+      HTTP_REQUEST_TIMEOUT_MS: positiveInteger({ default: 30000, desc: 'Longest wait for a whole request, body included' }),
+      HTTP_KEEP_ALIVE_TIMEOUT_MS: positiveInteger({ default: 65000, desc: 'Idle keep-alive connections are closed after this; above the load balancer\'s idle timeout' }),
+      MAX_CONNECTIONS: positiveInteger({ default: 4096, desc: 'Connections to the public port beyond this are closed as they arrive' }),
       ...LOGGING_ENV,
       ...SHUTDOWN_ENV,
       GATEWAY_WORKERS: positiveInteger({ default: 1, desc: 'Worker processes sharing the public port; more than 1 needs REDIS_URL' }),
@@ -116,6 +139,9 @@ export function parseConfig(
   );
   if (!(parsed.PET_SERVICE_TIMEOUT_MS > 0)) throw new ConfigError('PET_SERVICE_TIMEOUT_MS: must be positive');
   if (!(parsed.REDIS_STARTUP_WAIT_MS >= 0)) throw new ConfigError('REDIS_STARTUP_WAIT_MS: must not be negative');
+  if (parsed.HTTP_REQUEST_TIMEOUT_MS < parsed.HTTP_HEADERS_TIMEOUT_MS) {
+    throw new ConfigError('HTTP_REQUEST_TIMEOUT_MS: must not be below HTTP_HEADERS_TIMEOUT_MS');
+  }
   if (parsed.GATEWAY_WORKERS > 64) throw new ConfigError('GATEWAY_WORKERS: must be at most 64');
   if (parsed.GATEWAY_WORKERS > 1 && parsed.REDIS_URL === '') {
     // Each worker would keep its own counters: a key could make N times its plan's requests.
@@ -135,8 +161,15 @@ export function parseConfig(
     banSeconds: parsed.BAN_SECONDS,
     unauthenticatedPerMinute: parsed.UNAUTHENTICATED_PER_MINUTE,
     trustProxy: parsed.TRUST_PROXY,
+    connectionLimits: Object.freeze({
+      headersTimeoutMs: parsed.HTTP_HEADERS_TIMEOUT_MS,
+      requestTimeoutMs: parsed.HTTP_REQUEST_TIMEOUT_MS,
+      keepAliveTimeoutMs: parsed.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+      maxConnections: parsed.MAX_CONNECTIONS,
+    }),
     adminHost: parsed.ADMIN_HOST,
     adminPort: parsed.ADMIN_PORT,
+    adminToken: parsed.ADMIN_TOKEN === '' ? undefined : parsed.ADMIN_TOKEN,
     logLevel: parsed.LOG_LEVEL,
     logPretty: parsed.LOG_PRETTY,
     shutdownDelayMs: parsed.SHUTDOWN_DELAY_MS,

@@ -89,7 +89,7 @@ async function serve({ config, apiKeys }: Settings, logger: Logger): Promise<voi
     },
     trustProxy: config.trustProxy,
   });
-  const publicServer = await listen(app, config.host, config.port);
+  const publicServer = await listen(app, config.host, config.port, config.connectionLimits);
   let adminServer: ListeningServer | undefined;
   if (cluster.isWorker) {
     logger.info({ port: publicServer.port }, 'gateway worker serving');
@@ -139,6 +139,7 @@ async function listenAdmin(config: GatewayConfig, logger: Logger, port: number, 
     reportedChecks: redisCheck === undefined ? {} : { redis: redisCheck },
     draining: parts.draining,
     limiter,
+    adminToken: config.adminToken,
     logger,
   });
   const adminServer = await listen(admin, config.adminHost, config.adminPort);

@@ -1,4 +1,6 @@
-import express, { type Express } from 'express';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { isIP } from 'node:net';
+import express, { type Express, type RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { ApiError } from '../http/api-error';
 import { createErrorHandler, type InternalErrorListener, notFound } from '../http/error-handler';
@@ -20,6 +22,11 @@ export interface AdminAppOptions {
   /** True once shutdown has begun: readiness fails first, so traffic drains before the port closes. */
   readonly draining: () => boolean;
   readonly limiter: RateLimiter;
+  /**
+   * Required as `Authorization: Bearer <token>` by every state-changing route (`/admin/…`). Without
+   * one, those routes answer loopback clients only (`kubectl port-forward`, a sidecar).
+   */
+  readonly adminToken?: string;
   readonly logger: Logger;
   /** Told of every error that became a 500; default: logged at error level. */
   readonly onInternalError?: InternalErrorListener;
@@ -29,8 +36,10 @@ export interface AdminAppOptions {
  * The operators' app, on its own listener (ADMIN_PORT) and never exposed with the public API:
  * `GET /metrics`, `GET /healthz` (liveness: the process answers), `GET /readyz` (readiness: its
  * dependencies answer), and `DELETE /admin/bans/:keyId` to lift a ban (204, or 404 when none was
- * in force; with the in-memory store this is the only way to reach a replica's bans). No auth, and
- * no rate-limit accounting.
+ * in force; with the in-memory store this is the only way to reach a replica's bans). Probes and
+ * metrics are open, for kubelet and Prometheus; `/admin/…` is guarded (see
+ * {@link AdminAppOptions.adminToken}), since lifting a ban, or learning whether a key is banned, is
+ * nobody else's business. No rate-limit accounting.
  */
 export function createAdminApp(options: AdminAppOptions): Express {
   const app = express();
@@ -54,6 +63,7 @@ export function createAdminApp(options: AdminAppOptions): Express {
       .status(ready ? 200 : 503)
       .json({ status: ready ? 'ready' : 'not_ready', checks: Object.fromEntries([...decisive, ...reported]) });
   });
+  app.use('/admin', guardAdmin(options.adminToken));
   app.delete('/admin/bans/:keyId', async (request, response) => {
     const keyId = String(request.params.keyId);
     let lifted: boolean;
@@ -82,4 +92,29 @@ function run(checks: Readonly<Record<string, ReadinessCheck>>): Promise<Array<re
       }
     }),
   );
+}
+
+const ADMIN_CHALLENGE = 'Bearer realm="petstore-admin"';
+
+/** The admin routes' guard: the token, compared in constant time, or else a loopback peer. */
+function guardAdmin(token: string | undefined): RequestHandler {
+  if (token === undefined) {
+    return (request, _response, next) => {
+      next(isLoopback(request.socket.remoteAddress) ? undefined : new ApiError(403, 'forbidden', 'admin routes answer loopback clients only unless ADMIN_TOKEN is set'));
+    };
+  }
+  // Digests of equal length, so the comparison takes the same time whatever was sent.
+  const expected = createHash('sha256').update(token).digest();
+  return (request, _response, next) => {
+    const sent = /^bearer +(\S+) *$/i.exec(request.headers.authorization ?? '')?.[1] ?? '';
+    const ok = timingSafeEqual(createHash('sha256').update(sent).digest(), expected);
+    next(ok ? undefined : new ApiError(401, 'unauthorized', 'admin token required', { 'WWW-Authenticate': ADMIN_CHALLENGE }));
+  };
+}
+
+/** Whether a peer address is a loopback one (IPv4 127/8, IPv6 ::1, or 127/8 mapped into IPv6). */
+export function isLoopback(address: string | undefined): boolean {
+  if (address === undefined) return false;
+  const ipv4 = address.startsWith('::ffff:') ? address.slice(7) : address;
+  return address === '::1' || (isIP(ipv4) === 4 && ipv4.startsWith('127.'));
 }

@@ -60,7 +60,9 @@ export function createRateLimitEdge(options: RateLimitEdgeOptions): RequestListe
       ...error.headers,
       'Content-Type': 'application/json; charset=utf-8',
       'Content-Length': Buffer.byteLength(body),
-      ...(draining() ? { Connection: 'close' } : {}),
+      // Refused before its body was read, or while draining: Node closes the connection once
+      // the answer is written, so a client cannot keep trickling a body nobody reads.
+      ...(draining() || !request.complete ? { Connection: 'close' } : {}),
     });
     response.end(body);
     const seconds = Number(process.hrtime.bigint() - start) / 1e9;

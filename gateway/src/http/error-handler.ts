@@ -11,15 +11,20 @@ export const notFound: RequestHandler = (_request, _response, next) => {
   next(new ApiError(404, 'not_found', 'no such resource'));
 };
 
-/** Renders anything thrown on a request path as the Error body, never HTML or a stack trace. */
+/**
+ * Renders anything thrown on a request path as the Error body, never HTML or a stack trace. A
+ * refusal given before the request's body has all arrived (401, 413, 415, …) closes the
+ * connection once written, rather than keep reading a body nobody wants.
+ */
 export function createErrorHandler(onInternal: InternalErrorListener): ErrorRequestHandler {
-  return (error: unknown, _request, response, _next) => {
+  return (error: unknown, request, response, _next) => {
     const apiError = toApiError(error);
     if (apiError.code === 'internal') onInternal(error);
     if (response.headersSent) {
       response.destroy();
       return;
     }
+    if (!request.complete) response.set('Connection', 'close');
     response.status(apiError.status).set(apiError.headers).type('application/json').send(apiError.toJson());
   };
 }

@@ -4,6 +4,30 @@ import { ApiError } from './api-error';
 
 const MALFORMED = new ApiError(400, 'invalid_request', 'malformed HTTP request').toJson();
 const HEADERS_TOO_LARGE = new ApiError(431, 'invalid_request', 'request headers too large').toJson();
+const TIMED_OUT = new ApiError(408, 'invalid_request', 'request not received in time').toJson();
+
+/**
+ * How long a client may take, and how many may be connected at once. Node's defaults (headers in
+ * 60 s, the whole request in 300 s, checked only every 30 s, no connection cap) let 500 clients
+ * trickling headers hold their connections for 88 s.
+ */
+export interface ConnectionLimits {
+  /** From a connection's first byte of a request to the end of its headers. */
+  readonly headersTimeoutMs: number;
+  /** From the first byte of a request to the end of its body. */
+  readonly requestTimeoutMs: number;
+  /** How long an idle keep-alive connection is kept; above the load balancer's own idle timeout. */
+  readonly keepAliveTimeoutMs: number;
+  /** Connections beyond this are closed as they arrive. */
+  readonly maxConnections: number;
+}
+
+export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = Object.freeze({
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 65_000,
+  maxConnections: 4096,
+});
 
 export interface ListeningServer {
   readonly server: Server;
@@ -11,17 +35,38 @@ export interface ListeningServer {
 }
 
 /**
- * Listens with `app`. Requests that Node rejects before express sees them (malformed request
- * lines, oversized headers) still get the Error body rather than a bare connection reset.
+ * Listens with `app`, within `limits`. Requests that Node rejects before express sees them
+ * (malformed request lines, oversized headers, a request not received within its timeout) still
+ * get the Error body, then the connection closes.
  */
-export async function listen(app: RequestListener, host: string, port: number): Promise<ListeningServer> {
-  const server = createServer(app);
+export async function listen(
+  app: RequestListener,
+  host: string,
+  port: number,
+  limits: ConnectionLimits = DEFAULT_CONNECTION_LIMITS,
+): Promise<ListeningServer> {
+  const server = createServer(
+    {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      // Node enforces both timeouts only when it checks, every 30 s by default.
+      connectionsCheckingInterval: Math.max(50, Math.min(1000, limits.headersTimeoutMs / 4)),
+    },
+    app,
+  );
+  server.maxConnections = limits.maxConnections;
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
     if (!socket.writable) {
       socket.destroy();
       return;
     }
-    const [status, body] = error.code === 'HPE_HEADER_OVERFLOW' ? ['431 Request Header Fields Too Large', HEADERS_TOO_LARGE] : ['400 Bad Request', MALFORMED];
+    const [status, body] =
+      error.code === 'HPE_HEADER_OVERFLOW'
+        ? ['431 Request Header Fields Too Large', HEADERS_TOO_LARGE]
+        : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? ['408 Request Timeout', TIMED_OUT]
+          : ['400 Bad Request', MALFORMED];
     socket.end(
       `HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );
