@@ -1,5 +1,14 @@
 import { isIP } from 'node:net';
-import { checkLogPretty, ConfigError, isPinoPrettyInstalled, listenPort, LOGGING_ENV, positiveInteger, throwOnError } from '@petstore/runtime';
+import {
+  checkLogPretty,
+  ConfigError,
+  isPinoPrettyInstalled,
+  listenPort,
+  LOGGING_ENV,
+  nonNegativeInteger,
+  positiveInteger,
+  throwOnError,
+} from '@petstore/runtime';
 import { cleanEnv, EnvError, makeValidator, num, str } from 'envalid';
 
 /** Express's `trust proxy` setting: whether, or from which hops, X-Forwarded-For is believed. */
@@ -27,6 +36,8 @@ export interface GatewayConfig {
   readonly logLevel: string;
   readonly logPretty: boolean;
   readonly shutdownTimeoutMs: number;
+  /** After SIGTERM, how long readiness fails while the listener still serves. */
+  readonly shutdownDelayMs: number;
   /** Processes serving the public port (Node's cluster module); more than 1 needs `redisUrl`. */
   readonly workers: number;
 }
@@ -68,6 +79,36 @@ function isAddressOrCidr(entry: string): boolean {
   return /^[0-9]+$/.test(prefix) && Number(prefix) >= 1 && Number(prefix) <= (family === 4 ? 32 : 128);
 }
 
+/** The variables the gateway reads, as envalid validators. */
+function environmentSpec(defaultKeysFile: string) {
+  return {
+    HOST: str({ default: '0.0.0.0', desc: 'Interface the HTTP server binds' }),
+    PORT: listenPort({ default: 8080, desc: 'HTTP port; 0 picks a free one' }),
+    PET_SERVICE_ADDR: str({ default: 'localhost:50051', desc: 'gRPC target of the pet service' }),
+    PET_SERVICE_TIMEOUT_MS: num({ default: 2000, desc: 'Deadline of every call to the pet service' }),
+    API_KEYS_FILE: str({ default: defaultKeysFile, desc: 'YAML or JSON keys file' }),
+    REDIS_URL: redisUrl({ default: '', desc: 'Shared rate-limit counters; empty keeps them in this process' }),
+    REDIS_COMMAND_TIMEOUT_MS: positiveInteger({ default: 200, desc: 'Longest wait for Redis before a request falls back' }),
+    REDIS_STARTUP_WAIT_MS: num({ default: 3000, desc: 'Longest startup wait for Redis; then serve with the fallback' }),
+    BAN_THRESHOLD: positiveInteger({ default: 10, desc: 'Requests tolerated while limited before a ban' }),
+    BAN_SECONDS: positiveInteger({ default: 900, desc: 'Length of a temporary ban' }),
+    UNAUTHENTICATED_PER_MINUTE: positiveInteger({ default: 60, desc: 'Per client IP, requests without a valid key' }),
+    TRUST_PROXY: trustProxy({ default: false, desc: 'Whether X-Forwarded-For is believed: true, false, hops or CIDRs' }),
+    ADMIN_HOST: str({
+      default: '0.0.0.0',
+      desc: 'Interface of the admin listener; kubelet probes and Prometheus reach it on the pod IP. Unauthenticated: never expose it publicly',
+    }),
+    ADMIN_PORT: listenPort({ default: 9090, desc: 'Port of /metrics, /healthz, /readyz and /admin; 0 picks a free one' }),
+    ...LOGGING_ENV,
+    SHUTDOWN_TIMEOUT_MS: positiveInteger({ default: 10000, desc: 'Longest wait for in-flight requests on SIGTERM' }),
+    SHUTDOWN_DELAY_MS: nonNegativeInteger({ default: 0, desc: 'After SIGTERM, how long readiness fails while the listener still serves' }),
+    GATEWAY_WORKERS: positiveInteger({ default: 1, desc: 'Worker processes sharing the public port; more than 1 needs REDIS_URL' }),
+  };
+}
+
+/** Every environment variable the gateway reads (deployment manifests are checked against it). */
+export const ENVIRONMENT_VARIABLES: readonly string[] = Object.freeze([...Object.keys(environmentSpec('')), 'NODE_ENV']);
+
 /**
  * Parses and validates the environment. Throws one Error naming every bad variable.
  * `prettyAvailable` says whether pino-pretty can be loaded (a seam for tests).
@@ -77,32 +118,7 @@ export function parseConfig(
   defaultKeysFile: string,
   prettyAvailable: () => boolean = isPinoPrettyInstalled,
 ): GatewayConfig {
-  const parsed = cleanEnv(
-    env,
-    {
-      HOST: str({ default: '0.0.0.0', desc: 'Interface the HTTP server binds' }),
-      PORT: listenPort({ default: 8080, desc: 'HTTP port; 0 picks a free one' }),
-      PET_SERVICE_ADDR: str({ default: 'localhost:50051', desc: 'gRPC target of the pet service' }),
-      PET_SERVICE_TIMEOUT_MS: num({ default: 2000, desc: 'Deadline of every call to the pet service' }),
-      API_KEYS_FILE: str({ default: defaultKeysFile, desc: 'YAML or JSON keys file' }),
-      REDIS_URL: redisUrl({ default: '', desc: 'Shared rate-limit counters; empty keeps them in this process' }),
-      REDIS_COMMAND_TIMEOUT_MS: positiveInteger({ default: 200, desc: 'Longest wait for Redis before a request falls back' }),
-      REDIS_STARTUP_WAIT_MS: num({ default: 3000, desc: 'Longest startup wait for Redis; then serve with the fallback' }),
-      BAN_THRESHOLD: positiveInteger({ default: 10, desc: 'Requests tolerated while limited before a ban' }),
-      BAN_SECONDS: positiveInteger({ default: 900, desc: 'Length of a temporary ban' }),
-      UNAUTHENTICATED_PER_MINUTE: positiveInteger({ default: 60, desc: 'Per client IP, requests without a valid key' }),
-      TRUST_PROXY: trustProxy({ default: false, desc: 'Whether X-Forwarded-For is believed: true, false, hops or CIDRs' }),
-      ADMIN_HOST: str({
-        default: '0.0.0.0',
-        desc: 'Interface of the admin listener; kubelet probes and Prometheus reach it on the pod IP. Unauthenticated: never expose it publicly',
-      }),
-      ADMIN_PORT: listenPort({ default: 9090, desc: 'Port of /metrics, /healthz, /readyz and /admin; 0 picks a free one' }),
-      ...LOGGING_ENV,
-      SHUTDOWN_TIMEOUT_MS: positiveInteger({ default: 10000, desc: 'Longest wait for in-flight requests on SIGTERM' }),
-      GATEWAY_WORKERS: positiveInteger({ default: 1, desc: 'Worker processes sharing the public port; more than 1 needs REDIS_URL' }),
-    },
-    { reporter: throwOnError },
-  );
+  const parsed = cleanEnv(env, environmentSpec(defaultKeysFile), { reporter: throwOnError });
   if (!(parsed.PET_SERVICE_TIMEOUT_MS > 0)) throw new ConfigError('PET_SERVICE_TIMEOUT_MS: must be positive');
   if (!(parsed.REDIS_STARTUP_WAIT_MS >= 0)) throw new ConfigError('REDIS_STARTUP_WAIT_MS: must not be negative');
   if (parsed.GATEWAY_WORKERS > 64) throw new ConfigError('GATEWAY_WORKERS: must be at most 64');
@@ -129,6 +145,7 @@ export function parseConfig(
     logLevel: parsed.LOG_LEVEL,
     logPretty: parsed.LOG_PRETTY,
     shutdownTimeoutMs: parsed.SHUTDOWN_TIMEOUT_MS,
+    shutdownDelayMs: parsed.SHUTDOWN_DELAY_MS,
     workers: parsed.GATEWAY_WORKERS,
   });
 }

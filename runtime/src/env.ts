@@ -14,6 +14,13 @@ export const positiveInteger = makeValidator<number>((input) => {
   return value;
 });
 
+/** An integer of 0 or more, e.g. a delay that may be switched off. */
+export const nonNegativeInteger = makeValidator<number>((input) => {
+  const value = Number(input);
+  if (!/^[0-9]+$/.test(input) || !Number.isSafeInteger(value)) throw new EnvError('must be an integer of 0 or more');
+  return value;
+});
+
 /** The logging variables both services read, with the same defaults. */
 export const LOGGING_ENV = {
   LOG_LEVEL: str({ default: 'info', choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] }),
