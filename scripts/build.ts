@@ -7,6 +7,7 @@
  */
 import { join } from 'node:path';
 import { build, type Plugin } from 'esbuild';
+import { BUILD_ENTRIES } from './build-entries';
 
 const root = join(__dirname, '..');
 
@@ -19,15 +20,9 @@ const externalPackages: Plugin = {
   },
 };
 
-const entries = {
-  'gateway/dist/main': 'gateway/src/main.ts',
-  'gateway/dist/unban-main': 'gateway/src/admin/unban-main.ts',
-  'pet-service/dist/main': 'pet-service/src/main.ts',
-};
-
 build({
   absWorkingDir: root,
-  entryPoints: Object.fromEntries(Object.entries(entries).map(([out, entry]) => [out, join(root, entry)])),
+  entryPoints: Object.fromEntries(Object.entries(BUILD_ENTRIES).map(([out, entry]) => [out, join(root, entry)])),
   outdir: root,
   bundle: true,
   platform: 'node',

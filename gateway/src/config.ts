@@ -94,6 +94,43 @@ function isAddressOrCidr(entry: string): boolean {
   return /^[0-9]+$/.test(prefix) && Number(prefix) >= 1 && Number(prefix) <= (family === 4 ? 32 : 128);
 }
 
+/** The variables the gateway reads, as envalid validators. */
+function environmentSpec(defaultKeysFile: string) {
+  return {
+    HOST: str({ default: '0.0.0.0', desc: 'Interface the HTTP server binds' }),
+    PORT: listenPort({ default: 8080, desc: 'HTTP port; 0 picks a free one' }),
+    PET_SERVICE_ADDR: str({ default: 'localhost:50051', desc: 'gRPC target of the pet service' }),
+    PET_SERVICE_TIMEOUT_MS: num({ default: 2000, desc: 'Deadline of every call to the pet service' }),
+    API_KEYS_FILE: str({ default: defaultKeysFile, desc: 'YAML or JSON keys file' }),
+    REDIS_URL: redisUrl({ default: '', desc: 'Shared rate-limit counters; empty keeps them in this process' }),
+    REDIS_COMMAND_TIMEOUT_MS: positiveInteger({ default: 200, desc: 'Longest wait for Redis before a request falls back' }),
+    REDIS_STARTUP_WAIT_MS: num({ default: 3000, desc: 'Longest startup wait for Redis; then serve with the fallback' }),
+    BAN_THRESHOLD: positiveInteger({ default: 10, desc: 'Requests tolerated while limited before a ban' }),
+    BAN_SECONDS: positiveInteger({ default: 900, desc: 'Length of a temporary ban' }),
+    UNAUTHENTICATED_PER_MINUTE: positiveInteger({ default: 60, desc: 'Per client IP, requests without a valid key' }),
+    TRUST_PROXY: trustProxy({ default: false, desc: 'Whether X-Forwarded-For is believed: true, false, hops or CIDRs' }),
+    ADMIN_HOST: str({
+      default: '0.0.0.0',
+      desc: 'Interface of the admin listener; kubelet probes and Prometheus reach it on the pod IP. Never expose it publicly',
+    }),
+    ADMIN_TOKEN: adminToken({
+      default: '',
+      desc: 'Bearer token for the admin port\'s state-changing routes (from a Secret); empty: loopback clients only',
+    }),
+    ADMIN_PORT: listenPort({ default: 9090, desc: 'Port of /metrics, /healthz, /readyz and /admin; 0 picks a free one' }),
+    HTTP_HEADERS_TIMEOUT_MS: positiveInteger({ default: 10000, desc: 'Longest wait for a request\'s headers, from its first byte' }),
+    HTTP_REQUEST_TIMEOUT_MS: positiveInteger({ default: 30000, desc: 'Longest wait for a whole request, body included' }),
+    HTTP_KEEP_ALIVE_TIMEOUT_MS: positiveInteger({ default: 65000, desc: 'Idle keep-alive connections are closed after this; above the load balancer\'s idle timeout' }),
+    MAX_CONNECTIONS: positiveInteger({ default: 4096, desc: 'Connections to the public port beyond this are closed as they arrive' }),
+    ...LOGGING_ENV,
+    ...SHUTDOWN_ENV,
+    GATEWAY_WORKERS: positiveInteger({ default: 1, desc: 'Worker processes sharing the public port; more than 1 needs REDIS_URL' }),
+  };
+}
+
+/** Every environment variable the gateway reads (deployment manifests are checked against it). */
+export const ENVIRONMENT_VARIABLES: readonly string[] = Object.freeze([...Object.keys(environmentSpec('')), 'NODE_ENV']);
+
 /**
  * Parses and validates the environment. Throws one Error naming every bad variable.
  * `prettyAvailable` says whether pino-pretty can be loaded (a seam for tests).
@@ -103,40 +140,7 @@ export function parseConfig(
   defaultKeysFile: string,
   prettyAvailable: () => boolean = isPinoPrettyInstalled,
 ): GatewayConfig {
-  const parsed = cleanEnv(
-    env,
-    {
-      HOST: str({ default: '0.0.0.0', desc: 'Interface the HTTP server binds' }),
-      PORT: listenPort({ default: 8080, desc: 'HTTP port; 0 picks a free one' }),
-      PET_SERVICE_ADDR: str({ default: 'localhost:50051', desc: 'gRPC target of the pet service' }),
-      PET_SERVICE_TIMEOUT_MS: num({ default: 2000, desc: 'Deadline of every call to the pet service' }),
-      API_KEYS_FILE: str({ default: defaultKeysFile, desc: 'YAML or JSON keys file' }),
-      REDIS_URL: redisUrl({ default: '', desc: 'Shared rate-limit counters; empty keeps them in this process' }),
-      REDIS_COMMAND_TIMEOUT_MS: positiveInteger({ default: 200, desc: 'Longest wait for Redis before a request falls back' }),
-      REDIS_STARTUP_WAIT_MS: num({ default: 3000, desc: 'Longest startup wait for Redis; then serve with the fallback' }),
-      BAN_THRESHOLD: positiveInteger({ default: 10, desc: 'Requests tolerated while limited before a ban' }),
-      BAN_SECONDS: positiveInteger({ default: 900, desc: 'Length of a temporary ban' }),
-      UNAUTHENTICATED_PER_MINUTE: positiveInteger({ default: 60, desc: 'Per client IP, requests without a valid key' }),
-      TRUST_PROXY: trustProxy({ default: false, desc: 'Whether X-Forwarded-For is believed: true, false, hops or CIDRs' }),
-      ADMIN_HOST: str({
-        default: '0.0.0.0',
-        desc: 'Interface of the admin listener; kubelet probes and Prometheus reach it on the pod IP. Unauthenticated: never expose it publicly',
-      }),
-      ADMIN_TOKEN: adminToken({
-        default: '',
-        desc: 'Bearer token for the admin port\'s state-changing routes (from a Secret); empty: loopback clients only',
-      }),
-      ADMIN_PORT: listenPort({ default: 9090, desc: 'Port of /metrics, /healthz, /readyz and /admin; 0 picks a free one' }),
-      HTTP_HEADERS_TIMEOUT_MS: positiveInteger({ default: 10000, desc: 'Longest wait for a request\'s headers, from its first byte' }),
-      HTTP_REQUEST_TIMEOUT_MS: positiveInteger({ default: 30000, desc: 'Longest wait for a whole request, body included' }),
-      HTTP_KEEP_ALIVE_TIMEOUT_MS: positiveInteger({ default: 65000, desc: 'Idle keep-alive connections are closed after this; above the load balancer\'s idle timeout' }),
-      MAX_CONNECTIONS: positiveInteger({ default: 4096, desc: 'Connections to the public port beyond this are closed as they arrive' }),
-      ...LOGGING_ENV,
-      ...SHUTDOWN_ENV,
-      GATEWAY_WORKERS: positiveInteger({ default: 1, desc: 'Worker processes sharing the public port; more than 1 needs REDIS_URL' }),
-    },
-    { reporter: throwOnError },
-  );
+  const parsed = cleanEnv(env, environmentSpec(defaultKeysFile), { reporter: throwOnError });
   if (!(parsed.PET_SERVICE_TIMEOUT_MS > 0)) throw new ConfigError('PET_SERVICE_TIMEOUT_MS: must be positive');
   if (!(parsed.REDIS_STARTUP_WAIT_MS >= 0)) throw new ConfigError('REDIS_STARTUP_WAIT_MS: must not be negative');
   if (parsed.HTTP_REQUEST_TIMEOUT_MS < parsed.HTTP_HEADERS_TIMEOUT_MS) {

@@ -19,33 +19,35 @@ export interface PetServiceConfig {
   readonly shutdownTimeoutMs: number;
 }
 
+/** The variables the pet service reads, as envalid validators. */
+const ENVIRONMENT_SPEC = {
+  PET_SERVICE_HOST: str({ default: '0.0.0.0', desc: 'Interface the gRPC server binds' }),
+  PET_SERVICE_PORT: listenPort({ default: 50051, desc: 'gRPC port; 0 picks a free one' }),
+  MONGODB_URI: str({ default: '', desc: 'MongoDB connection string; empty selects the in-memory store' }),
+  MONGODB_DB: str({ default: 'petstore', desc: 'MongoDB database name' }),
+  MONGODB_TIMEOUT_MS: positiveInteger({
+    default: 1000,
+    desc: 'Server selection, connect, write concern and per-operation time limit; below the gateway deadline so an outage is UNAVAILABLE, not a timeout',
+  }),
+  PAGE_TOKEN_SECRET: str({
+    default: 'petstore-dev-page-token-secret',
+    desc: 'Key that signs page tokens; every replica must share it',
+  }),
+  ADMIN_PORT: listenPort({ default: 9091, desc: 'Port of /metrics and /healthz; 0 picks a free one' }),
+  ...LOGGING_ENV,
+  STORE_HEALTH_INTERVAL_MS: positiveInteger({ default: 5000, desc: 'How often the store is pinged for health' }),
+  ...SHUTDOWN_ENV,
+};
+
+/** Every environment variable the pet service reads (deployment manifests are checked against it). */
+export const ENVIRONMENT_VARIABLES: readonly string[] = Object.freeze([...Object.keys(ENVIRONMENT_SPEC), 'NODE_ENV']);
+
 /**
  * Parses and validates the environment. Throws one Error naming every bad variable.
  * `prettyAvailable` says whether pino-pretty can be loaded (a seam for tests).
  */
 export function parseConfig(env: NodeJS.ProcessEnv, prettyAvailable: () => boolean = isPinoPrettyInstalled): PetServiceConfig {
-  const parsed = cleanEnv(
-    env,
-    {
-      PET_SERVICE_HOST: str({ default: '0.0.0.0', desc: 'Interface the gRPC server binds' }),
-      PET_SERVICE_PORT: listenPort({ default: 50051, desc: 'gRPC port; 0 picks a free one' }),
-      MONGODB_URI: str({ default: '', desc: 'MongoDB connection string; empty selects the in-memory store' }),
-      MONGODB_DB: str({ default: 'petstore', desc: 'MongoDB database name' }),
-      MONGODB_TIMEOUT_MS: positiveInteger({
-        default: 1000,
-        desc: 'Server selection, connect, write concern and per-operation time limit; below the gateway deadline so an outage is UNAVAILABLE, not a timeout',
-      }),
-      PAGE_TOKEN_SECRET: str({
-        default: 'petstore-dev-page-token-secret',
-        desc: 'Key that signs page tokens; every replica must share it',
-      }),
-      ADMIN_PORT: listenPort({ default: 9091, desc: 'Port of /metrics and /healthz; 0 picks a free one' }),
-      ...LOGGING_ENV,
-      STORE_HEALTH_INTERVAL_MS: positiveInteger({ default: 5000, desc: 'How often the store is pinged for health' }),
-      ...SHUTDOWN_ENV,
-    },
-    { reporter: throwOnError },
-  );
+  const parsed = cleanEnv(env, ENVIRONMENT_SPEC, { reporter: throwOnError });
   checkLogPretty(parsed.LOG_PRETTY, env, prettyAvailable);
   return Object.freeze({
     host: parsed.PET_SERVICE_HOST,

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { parseConfig } from '../../src/config';
+import { ENVIRONMENT_VARIABLES, parseConfig } from '../../src/config';
 
 describe('gateway config', () => {
   it('has working defaults', () => {
@@ -31,5 +31,18 @@ describe('gateway config', () => {
     expect(() => parseConfig({ GATEWAY_WORKERS: '2' }, 'k')).to.throw(/^invalid configuration: GATEWAY_WORKERS: more than 1 needs REDIS_URL/);
     expect(() => parseConfig({ GATEWAY_WORKERS: '0', REDIS_URL: 'redis://h' }, 'k')).to.throw(/GATEWAY_WORKERS/);
     expect(() => parseConfig({ GATEWAY_WORKERS: '65', REDIS_URL: 'redis://h' }, 'k')).to.throw(/GATEWAY_WORKERS: must be at most 64/);
+  });
+
+  it('takes SHUTDOWN_DELAY_MS as an integer of 0 or more, 0 by default', () => {
+    expect(parseConfig({}, 'k')).to.include({ shutdownDelayMs: 0 });
+    expect(parseConfig({ SHUTDOWN_DELAY_MS: '5000' }, 'k')).to.include({ shutdownDelayMs: 5000 });
+    for (const bad of ['-1', '1.5', '5s', '']) {
+      expect(() => parseConfig({ SHUTDOWN_DELAY_MS: bad }, 'k'), bad).to.throw(/^invalid configuration: SHUTDOWN_DELAY_MS: /);
+    }
+  });
+
+  it('lists every variable it reads', () => {
+    expect(ENVIRONMENT_VARIABLES).to.include.members(['PORT', 'ADMIN_PORT', 'PET_SERVICE_ADDR', 'LOG_LEVEL', 'SHUTDOWN_DELAY_MS', 'NODE_ENV']);
+    expect(ENVIRONMENT_VARIABLES).to.not.include('PET_SERVICE_PORT');
   });
 });

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { parseConfig } from '../../src/config';
+import { ENVIRONMENT_VARIABLES, parseConfig } from '../../src/config';
 
 describe('pet-service config', () => {
   it('defaults to the in-memory store on port 50051', () => {
@@ -39,5 +39,19 @@ describe('pet-service config', () => {
 
   it('is frozen', () => {
     expect(Object.isFrozen(parseConfig({}))).to.equal(true);
+  });
+
+  it('takes SHUTDOWN_DELAY_MS as an integer of 0 or more, 0 by default', () => {
+    expect(parseConfig({})).to.include({ shutdownDelayMs: 0 });
+    expect(parseConfig({ SHUTDOWN_DELAY_MS: '0' })).to.include({ shutdownDelayMs: 0 });
+    expect(parseConfig({ SHUTDOWN_DELAY_MS: '5000' })).to.include({ shutdownDelayMs: 5000 });
+    for (const bad of ['-1', '1.5', '5s', '']) {
+      expect(() => parseConfig({ SHUTDOWN_DELAY_MS: bad }), bad).to.throw(/^invalid configuration: SHUTDOWN_DELAY_MS: /);
+    }
+  });
+
+  it('lists every variable it reads', () => {
+    expect(ENVIRONMENT_VARIABLES).to.include.members(['PET_SERVICE_PORT', 'MONGODB_URI', 'PAGE_TOKEN_SECRET', 'LOG_LEVEL', 'SHUTDOWN_DELAY_MS', 'NODE_ENV']);
+    expect(ENVIRONMENT_VARIABLES).to.not.include('PORT');
   });
 });
