@@ -1,0 +1,80 @@
+import { spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { connect as connectHttp2 } from 'node:http2';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { expectClosed, holdHttpRequest, run, type Started } from '../../system-test/support/commands';
+import { holdCall, roundTrip } from '../../system-test/support/held-calls';
+import { freePort } from '../../system-test/support/redis-server';
+import { entrypoint, parseDockerfile } from './support/dockerfile';
+
+const ROOT = join(__dirname, '..', '..');
+
+/** The final stage's ENTRYPOINT, as the image runs it from its WORKDIR (/app, laid out as the repo). */
+function imageCommand(service: 'gateway' | 'pet-service'): string[] {
+  const dockerfile = parseDockerfile(readFileSync(join(ROOT, service, 'Dockerfile'), 'utf8'));
+  return entrypoint(dockerfile.stages.at(-1)!)!;
+}
+
+/**
+ * Each image's entrypoint is `node` itself (PID 1 in the container), so a SIGTERM from the
+ * container runtime reaches the server. Run here from the repository's own build, the layout the
+ * image copies: in-flight work finishes, the ports close, and the process exits 0.
+ */
+describe("SIGTERM to each image's entrypoint", function () {
+  this.timeout(120_000);
+  let started: Started | undefined;
+
+  before(function () {
+    const build = spawnSync('npm', ['run', 'build'], { cwd: ROOT, encoding: 'utf8' });
+    if (build.status !== 0) throw new Error(`npm run build failed: ${build.stderr}`);
+  });
+  afterEach(() => {
+    if (started?.child.exitCode === null) started.child.kill('SIGKILL');
+  });
+
+  it('gateway: answers the in-flight request, closes its ports and exits 0', async () => {
+    const [command, ...args] = imageCommand('gateway');
+    expect(command).to.equal('node');
+    const [port, adminPort, nobody] = [await freePort(), await freePort(), await freePort()];
+    started = run(process.execPath, args, {
+      NODE_ENV: 'production',
+      PORT: String(port),
+      ADMIN_PORT: String(adminPort),
+      PET_SERVICE_ADDR: `127.0.0.1:${nobody}`,
+      API_KEYS_FILE: join(ROOT, 'gateway', 'config', 'demo-keys.yaml'),
+    });
+    await started.waitForLine('gateway listening');
+    const request = await holdHttpRequest(port);
+    const exited = once(started.child, 'exit');
+    started.child.kill('SIGTERM');
+    await started.waitForLine('"signal":"SIGTERM"');
+    expect(await request.finish()).to.match(/^HTTP\/1\.1 503 Service Unavailable\r\n/);
+    expect(await exited).to.deep.equal([0, null]);
+    await expectClosed(port, adminPort);
+  });
+
+  it('pet service: finishes the in-flight call OK, closes its ports and exits 0', async () => {
+    const [command, ...args] = imageCommand('pet-service');
+    expect(command).to.equal('node');
+    const [port, adminPort] = [await freePort(), await freePort()];
+    started = run(process.execPath, args, { NODE_ENV: 'production', PET_SERVICE_PORT: String(port), ADMIN_PORT: String(adminPort) });
+    await started.waitForLine('pet service listening');
+    const session = connectHttp2(`http://127.0.0.1:${port}`);
+    session.on('error', () => undefined);
+    try {
+      await once(session, 'connect');
+      const call = holdCall(session);
+      await roundTrip(session);
+      const exited = once(started.child, 'exit');
+      started.child.kill('SIGTERM');
+      await started.waitForLine('"signal":"SIGTERM"');
+      expect(await call.send()).to.equal('OK');
+      expect(await exited).to.deep.equal([0, null]);
+      await expectClosed(port, adminPort);
+    } finally {
+      session.destroy();
+    }
+  });
+});

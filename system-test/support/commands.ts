@@ -1,0 +1,74 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { connect as connectTcp, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { connectOutcome } from './held-calls';
+import { waitFor } from './wait-for';
+
+const ROOT = join(__dirname, '..', '..');
+/** A demo key every gateway started with its default keys file knows. */
+export const DEMO_KEY = 'demo-free-key-0000';
+
+export interface Started {
+  readonly child: ChildProcess;
+  readonly lines: string[];
+  /** Resolves once a line of output contains `text`. */
+  waitForLine(text: string): Promise<void>;
+}
+
+/** Runs a documented command as a user would, from the repository root, capturing its output. */
+export function run(command: string, args: readonly string[], env: NodeJS.ProcessEnv): Started {
+  const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines: string[] = [];
+  const waiters: Array<{ text: string; resolve: () => void }> = [];
+  for (const stream of [child.stdout!, child.stderr!]) {
+    createInterface({ input: stream }).on('line', (line) => {
+      lines.push(line);
+      for (const waiter of waiters.filter(({ text }) => line.includes(text))) {
+        waiters.splice(waiters.indexOf(waiter), 1);
+        waiter.resolve();
+      }
+    });
+  }
+  return {
+    child,
+    lines,
+    waitForLine: (text) =>
+      lines.some((line) => line.includes(text))
+        ? Promise.resolve()
+        : new Promise((resolve, reject) => {
+            waiters.push({ text, resolve });
+            child.once('exit', () => reject(new Error(`exited before printing "${text}":\n${lines.join('\n')}`)));
+          }),
+  };
+}
+
+/**
+ * A POST whose headers and half its body have reached the gateway: in flight until `finish` sends
+ * the rest, and then answered. Resolves with the status line and the response headers.
+ */
+export async function holdHttpRequest(port: number): Promise<{ finish(): Promise<string> }> {
+  const body = JSON.stringify({ name: 'in flight', categoryId: 1 });
+  const socket: Socket = connectTcp(port, '127.0.0.1');
+  await once(socket, 'connect');
+  let received = '';
+  socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
+  socket.on('error', () => undefined);
+  socket.write(
+    `POST /v1/pets HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${DEMO_KEY}\r\nContent-Type: application/json\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 10)}`,
+  );
+  return {
+    async finish() {
+      socket.write(body.slice(10));
+      await Promise.race([once(socket, 'end'), once(socket, 'close')]);
+      return received.split('\r\n\r\n')[0]!;
+    },
+  };
+}
+
+/** Resolves once every port refuses connections: the process behind them is gone. */
+export async function expectClosed(...ports: number[]): Promise<void> {
+  await waitFor(async () => (await Promise.all(ports.map(connectOutcome))).every((outcome) => outcome === 'ECONNREFUSED'), 5000);
+}
