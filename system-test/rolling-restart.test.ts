@@ -23,6 +23,12 @@ const PRESTOP_PAUSE_MS = 1000;
 const DRAIN_DELAY_MS = 1000;
 /** Endpoint propagation in the test: far below the drain delay, as it must be in a cluster. */
 const READINESS_POLL_MS = 50;
+/**
+ * Polls without an answer in time, in a row, before a gateway leaves (a loaded machine can be slow
+ * to answer); an answer other than 200 takes it out at once.
+ */
+const READINESS_FAILURE_THRESHOLD = 3;
+const READINESS_TIMEOUT_MS = 1000;
 const LOAD_WORKERS = 8;
 
 interface Outcome {
@@ -127,8 +133,10 @@ async function startCluster(redisUrl: string, keysFile: string, shutdownDelayMs:
   const gateways = await Promise.all([0, 1].map(startGateway));
 
   // The Service's endpoints: /readyz polled on every gateway, each poll a numbered round; a
-  // gateway is in while its last answer was 200 and it is not being taken out.
+  // gateway joins on a 200, leaves on any other answer or after READINESS_FAILURE_THRESHOLD polls
+  // in a row without one, and is out while it is being taken out.
   const readyInRound = new Map<number, number>();
+  const failures = new Map<number, number>();
   const takenOut = new Set<number>();
   let round = 0;
   let polling = true;
@@ -137,12 +145,14 @@ async function startCluster(redisUrl: string, keysFile: string, shutdownDelayMs:
       const thisRound = ++round;
       await Promise.all(
         gatewayPorts.map(async ({ adminPort }, index) => {
-          const ok = await fetch(`http://127.0.0.1:${adminPort}/readyz`, { signal: AbortSignal.timeout(500) }).then(
-            (response) => response.status === 200,
-            () => false,
+          const status = await fetch(`http://127.0.0.1:${adminPort}/readyz`, { signal: AbortSignal.timeout(READINESS_TIMEOUT_MS) }).then(
+            (response) => response.status,
+            (error: Error) => (error.name === 'TimeoutError' ? 'silent' : 'refused'),
           );
-          if (ok) readyInRound.set(index, thisRound);
-          else readyInRound.delete(index);
+          const silent = status === 'silent' ? (failures.get(index) ?? 0) + 1 : 0;
+          failures.set(index, silent);
+          if (status === 200) readyInRound.set(index, thisRound);
+          else if (status !== 'silent' || silent >= READINESS_FAILURE_THRESHOLD) readyInRound.delete(index);
         }),
       );
       await new Promise((resolve) => setTimeout(resolve, READINESS_POLL_MS));
