@@ -10,6 +10,7 @@ import {
   throwOnError,
 } from '@petstore/runtime';
 import { cleanEnv, EnvError, makeValidator, num, str } from 'envalid';
+import { DEFAULT_MAX_ADDRESSES } from './rate-limit/memory-rate-limiter';
 
 /** Express's `trust proxy` setting: whether, or from which hops, X-Forwarded-For is believed. */
 export type TrustProxy = boolean | number | readonly string[];
@@ -30,6 +31,8 @@ export interface GatewayConfig {
   readonly banThreshold: number;
   readonly banSeconds: number;
   readonly unauthenticatedPerMinute: number;
+  /** Client addresses counted apart per minute in memory; later ones share one overflow bucket. */
+  readonly unauthenticatedMaxAddresses: number;
   readonly trustProxy: TrustProxy;
   readonly adminHost: string;
   readonly adminPort: number;
@@ -102,6 +105,10 @@ export function parseConfig(
       BAN_THRESHOLD: positiveInteger({ default: 10, desc: 'Requests tolerated while limited before a ban' }),
       BAN_SECONDS: positiveInteger({ default: 900, desc: 'Length of a temporary ban' }),
       UNAUTHENTICATED_PER_MINUTE: positiveInteger({ default: 60, desc: 'Per client IP, requests without a valid key' }),
+      UNAUTHENTICATED_MAX_ADDRESSES: positiveInteger({
+        default: DEFAULT_MAX_ADDRESSES,
+        desc: 'Client addresses counted apart per minute in memory; addresses first seen after that share one bucket',
+      }),
       TRUST_PROXY: trustProxy({ default: false, desc: 'Whether X-Forwarded-For is believed: true, false, hops or CIDRs' }),
       ADMIN_HOST: str({
         default: '0.0.0.0',
@@ -134,6 +141,7 @@ export function parseConfig(
     banThreshold: parsed.BAN_THRESHOLD,
     banSeconds: parsed.BAN_SECONDS,
     unauthenticatedPerMinute: parsed.UNAUTHENTICATED_PER_MINUTE,
+    unauthenticatedMaxAddresses: parsed.UNAUTHENTICATED_MAX_ADDRESSES,
     trustProxy: parsed.TRUST_PROXY,
     adminHost: parsed.ADMIN_HOST,
     adminPort: parsed.ADMIN_PORT,
