@@ -10,7 +10,7 @@ import {
 } from './rate-limiter';
 import { createWindowBucket, isSingleWindow, type WindowBucket } from './window-bucket';
 
-/** Default of {@link MemoryRateLimiterOptions.maxAddresses}: some 25 MB of counters at most. */
+/** Default of {@link MemoryRateLimiterOptions.maxAddresses}: about 30 MB of heap, some 640 bytes per address. */
 export const DEFAULT_MAX_ADDRESSES = 50_000;
 
 export interface MemoryRateLimiterOptions {
