@@ -249,3 +249,23 @@ describe('rate limits behind a trusted proxy', () => {
     expect(other.headers.get('x-ratelimit-remaining')).to.equal('4');
   });
 });
+
+describe('rate limits behind TRUST_PROXY=true', () => {
+  let stack: RateLimitStack;
+
+  before(async () => {
+    stack = await startRateLimitStack({ keys: KEYS, rateLimits: SETTINGS, trustProxy: true });
+  });
+  after(() => stack.close());
+
+  it('charges a forwarded value that is no IP address to the socket address', async () => {
+    const from = (forwarded?: string) =>
+      stack.request('/v1/pets', undefined, { headers: forwarded === undefined ? {} : { 'X-Forwarded-For': forwarded } });
+    for (let i = 0; i < 5; i += 1) expect((await from()).status).to.equal(401);
+    const statuses = [];
+    for (const forwarded of ['unknown', 'not-an-address-1', '203.0.113.5:443']) statuses.push((await from(forwarded)).status);
+    console.log(`      after 5 from 127.0.0.1, made-up forwarded values: ${statuses.join(', ')}`);
+    expect(statuses).to.deep.equal([429, 429, 429]);
+    expect((await from('198.51.100.9')).status, 'a real address still has its own bucket').to.equal(401);
+  });
+});

@@ -30,6 +30,8 @@ export interface GatewayConfig {
   readonly banThreshold: number;
   readonly banSeconds: number;
   readonly unauthenticatedPerMinute: number;
+  /** Client addresses counted apart per minute in memory; later ones share one overflow bucket. */
+  readonly unauthenticatedMaxAddresses: number;
   readonly trustProxy: TrustProxy;
   /** Timeouts and the connection cap of the public listener (see `http/http-server.ts`). */
   readonly connectionLimits: {
@@ -108,6 +110,11 @@ function environmentSpec(defaultKeysFile: string) {
     BAN_THRESHOLD: positiveInteger({ default: 10, desc: 'Requests tolerated while limited before a ban' }),
     BAN_SECONDS: positiveInteger({ default: 900, desc: 'Length of a temporary ban' }),
     UNAUTHENTICATED_PER_MINUTE: positiveInteger({ default: 60, desc: 'Per client IP, requests without a valid key' }),
+    UNAUTHENTICATED_MAX_ADDRESSES: positiveInteger({
+      // About 640 bytes of heap each: at most some 30 MB.
+      default: 50_000,
+      desc: 'Client addresses counted apart per minute in memory; addresses first seen after that share one bucket',
+    }),
     TRUST_PROXY: trustProxy({ default: false, desc: 'Whether X-Forwarded-For is believed: true, false, hops or CIDRs' }),
     ADMIN_HOST: str({
       default: '0.0.0.0',
@@ -164,6 +171,7 @@ export function parseConfig(
     banThreshold: parsed.BAN_THRESHOLD,
     banSeconds: parsed.BAN_SECONDS,
     unauthenticatedPerMinute: parsed.UNAUTHENTICATED_PER_MINUTE,
+    unauthenticatedMaxAddresses: parsed.UNAUTHENTICATED_MAX_ADDRESSES,
     trustProxy: parsed.TRUST_PROXY,
     connectionLimits: Object.freeze({
       headersTimeoutMs: parsed.HTTP_HEADERS_TIMEOUT_MS,

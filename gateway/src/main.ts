@@ -41,7 +41,8 @@ interface Limiter {
 
 /** In-memory counters, or Redis with them as the outage fallback. Waits a bounded time for Redis. */
 async function createLimiter(config: GatewayConfig, logger: Logger, metrics?: GatewayMetrics): Promise<Limiter> {
-  const memory = new MemoryRateLimiter({ now: Date.now });
+  const memory = new MemoryRateLimiter({ now: Date.now, maxAddresses: config.unauthenticatedMaxAddresses });
+  metrics?.countAddressBucketsWith(() => memory.addressBuckets);
   metrics?.rateLimiterFallback.set(0);
   if (config.redisUrl === undefined) return { limiter: memory };
   const redis = connectRedis({ url: config.redisUrl, commandTimeoutMs: config.redisCommandTimeoutMs });

@@ -1,4 +1,5 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import { isIP } from 'node:net';
 import type { Express } from 'express';
 import parseUrl from 'parseurl';
 import type { Logger } from 'pino';
@@ -32,7 +33,8 @@ const FREE = /^\/v1\/openapi\.json\/?$/i;
 /**
  * Charges every /v1 request but a GET or HEAD of the OpenAPI document before express sees it: to
  * its API key when it has a valid one, otherwise to the client IP (`trust proxy` decides whether
- * X-Forwarded-For counts, exactly as for `request.ip`). Admitted requests go on to `app` with the
+ * X-Forwarded-For counts, as for `request.ip`, but only an IP address is taken from it; see
+ * {@link ipSubject} for IPv6). Admitted requests go on to `app` with the
  * rate-limit headers already set, so every status that follows (401, 4xx, 5xx) carries them.
  *
  * Refusals are answered here, with their log line and metrics, and never enter express or reach
@@ -50,8 +52,12 @@ export function createRateLimitEdge(options: RateLimitEdgeOptions): RequestListe
     }
     return policy;
   };
-  const clientIp = (request: IncomingMessage): string =>
-    proxyAddr(request, app.get('trust proxy fn') as (address: string, hop: number) => boolean);
+  // With `trust proxy` true or a hop count, proxy-addr returns whatever X-Forwarded-For holds:
+  // text that is no IP address would get a bucket of its own per value, of any length (issue 13).
+  const clientSubject = (request: IncomingMessage): string => {
+    const derived = proxyAddr(request, app.get('trust proxy fn') as (address: string, hop: number) => boolean);
+    return ipSubject(isIP(derived) !== 0 ? derived : (request.socket.remoteAddress ?? ''));
+  };
 
   const refuse = (request: IncomingMessage, response: ServerResponse, error: ApiError, start: bigint, key?: ApiKey): void => {
     const requestId = assignRequestId(request, response);
@@ -81,7 +87,7 @@ export function createRateLimitEdge(options: RateLimitEdgeOptions): RequestListe
     const start = process.hrtime.bigint();
     const token = bearerToken(request.headers.authorization);
     const key = token === undefined ? undefined : apiKeys.find(token);
-    const decision = key === undefined ? limiter.consume(ipSubject(clientIp(request)), ipPolicy) : limiter.consume(keySubject(key.id), policyOf(key));
+    const decision = key === undefined ? limiter.consume(clientSubject(request), ipPolicy) : limiter.consume(keySubject(key.id), policyOf(key));
     decision.then(
       (result) => {
         metrics?.rateLimitDecisions.inc({ plan: key?.plan ?? 'anonymous', outcome: result.outcome });

@@ -8,6 +8,10 @@ export interface GatewayMetrics {
   readonly rateLimitDecisions: Counter<'plan' | 'outcome'>;
   /** 1 while the limiter runs on its in-memory fallback because Redis is unreachable. */
   readonly rateLimiterFallback: Gauge;
+  /** Per-IP buckets the in-memory limiter holds in the current minute, read at every scrape. */
+  readonly rateLimiterAddressBuckets: Gauge;
+  /** Names where {@link GatewayMetrics.rateLimiterAddressBuckets} is read; 0 until called. */
+  countAddressBucketsWith(count: () => number): void;
   readonly grpcClientCalls: Counter<'method' | 'code'>;
   readonly grpcClientCallSeconds: Histogram<'method' | 'code'>;
 }
@@ -18,6 +22,7 @@ export function createMetrics(): GatewayMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
+  let addressBuckets = (): number => 0;
   return {
     registry,
     httpRequests: new Counter({
@@ -46,6 +51,14 @@ export function createMetrics(): GatewayMetrics {
       aggregator: 'max',
       registers,
     }),
+    rateLimiterAddressBuckets: new Gauge({
+      name: 'rate_limiter_memory_address_buckets',
+      help: 'Per-IP buckets counted in this process in the current minute, the shared overflow bucket included; UNAUTHENTICATED_MAX_ADDRESSES + 1 at most.',
+      registers,
+      collect() {
+        this.set(addressBuckets());
+      },
+    }),
     grpcClientCalls: new Counter({
       name: 'grpc_client_handled_total',
       help: 'gRPC calls to the pet service, by method and status code.',
@@ -59,5 +72,9 @@ export function createMetrics(): GatewayMetrics {
       buckets: LATENCY_BUCKETS,
       registers,
     }),
+    countAddressBucketsWith(count) {
+      addressBuckets = count;
+    },
   };
 }
+

@@ -8,11 +8,19 @@ import {
   type RateLimitPolicy,
   windowIndex,
 } from './rate-limiter';
-import { createWindowBucket, isSingleWindow } from './window-bucket';
+import { createWindowBucket, isSingleWindow, type WindowBucket } from './window-bucket';
+
+/** Default of {@link MemoryRateLimiterOptions.maxAddresses}: about 30 MB of heap, some 640 bytes per address. */
+export const DEFAULT_MAX_ADDRESSES = 50_000;
 
 export interface MemoryRateLimiterOptions {
   /** Milliseconds since the epoch. */
   readonly now: () => number;
+  /**
+   * Most client addresses (per-IP buckets) counted apart in one window; addresses first seen after
+   * that share one overflow bucket until the window ends. Default {@link DEFAULT_MAX_ADDRESSES}.
+   */
+  readonly maxAddresses?: number;
 }
 
 interface Counter {
@@ -34,16 +42,29 @@ interface Subject {
  * is unreachable. Same semantics as the Redis store (the shared contract tests hold both to it).
  *
  * The per-IP bucket is rate-limiter-flexible's RateLimiterMemory, whose counters expire by
- * themselves, so client IPs do not pile up. The key policy (two windows spent together, strikes,
+ * themselves at the end of their window; how many it holds at once is bounded by
+ * {@link MemoryRateLimiterOptions.maxAddresses}, so made-up client addresses cannot exhaust the
+ * heap (issue 13). The key policy (two windows spent together, strikes,
  * bans) is counted here, per API key (a set the keys file bounds, so nothing needs sweeping): it must
  * keep the promises of the Redis script, which the library cannot (see rate-limit-script.ts), and
  * decide on the injected clock, while the library's memory store reads `Date.now` itself.
  */
 export class MemoryRateLimiter implements RateLimiter {
   private readonly subjects = new Map<string, Subject>();
-  private readonly bucket = createWindowBucket((points, duration) => new RateLimiterMemory({ points, duration, keyPrefix: '' }));
+  private readonly bucket: WindowBucket;
 
-  constructor(private readonly options: MemoryRateLimiterOptions) {}
+  constructor(private readonly options: MemoryRateLimiterOptions) {
+    this.bucket = createWindowBucket({
+      create: (points, duration) => new RateLimiterMemory({ points, duration, keyPrefix: '' }),
+      expirySlackSeconds: 0,
+      maxSubjects: options.maxAddresses ?? DEFAULT_MAX_ADDRESSES,
+    });
+  }
+
+  /** Per-IP buckets counted in the current window, the overflow bucket included (a metric). */
+  get addressBuckets(): number {
+    return this.bucket.subjects(this.options.now());
+  }
 
   consume(subject: string, policy: RateLimitPolicy): Promise<RateLimitDecision> {
     const now = this.options.now();

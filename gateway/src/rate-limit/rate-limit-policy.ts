@@ -1,3 +1,4 @@
+import ipaddr from 'ipaddr.js';
 import type { Limits } from './plans';
 import type { BanPolicy, RateLimitPolicy } from './rate-limiter';
 
@@ -37,7 +38,21 @@ export function keySubject(keyId: string): string {
   return `key:${keyId}`;
 }
 
-/** The limiter subject of a client address, for requests without a valid key. */
+/**
+ * The limiter subject of a client address (one `net.isIP` accepts), for requests without a valid
+ * key: an IPv4 address, or the /64 prefix of an IPv6 one, in canonical text. A subscriber is
+ * usually given a whole /64, so per IPv6 address one client could take 2^64 buckets; an
+ * IPv4-mapped address (`::ffff:192.0.2.1`, what a dual-stack listener reports) counts as its IPv4
+ * address, or every IPv4 client would share `::/64`. The zone index (`%eth0`), unbounded in
+ * length, is dropped, so the subject, and a Redis key made of it, stays short. Anything else (a
+ * socket that already closed has no address) is `ip:unknown`.
+ */
 export function ipSubject(ip: string): string {
-  return `ip:${ip}`;
+  const text = ip.split('%', 1)[0]!;
+  if (!ipaddr.isValid(text)) return 'ip:unknown';
+  const address = ipaddr.parse(text);
+  if (address.kind() === 'ipv4') return `ip:${address.toString()}`;
+  const ipv6 = address as ipaddr.IPv6;
+  if (ipv6.isIPv4MappedAddress()) return `ip:${ipv6.toIPv4Address().toString()}`;
+  return `ip:${new ipaddr.IPv6([...ipv6.parts.slice(0, 4), 0, 0, 0, 0]).toString()}/64`;
 }

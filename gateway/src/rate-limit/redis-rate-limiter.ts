@@ -56,7 +56,10 @@ export class RedisRateLimiter implements RateLimiter {
     this.scripted = this.redis as unknown as ScriptedRedis;
     this.now = options.now;
     this.bans = new BanCache(options.banRecheckMs ?? 1000);
-    this.bucket = createWindowBucket((points, duration) => new RateLimiterRedis({ storeClient: this.redis, points, duration, keyPrefix: '' }));
+    this.bucket = createWindowBucket({
+      create: (points, duration) => new RateLimiterRedis({ storeClient: this.redis, points, duration, keyPrefix: '' }),
+      expirySlackSeconds: EXPIRY_SLACK_MS / 1000,
+    });
   }
 
   /** Whether the connection is up; while it is not, commands would fail at once. */

@@ -18,6 +18,7 @@ describe('config: rate limits', () => {
     expect(config.banThreshold).to.equal(10);
     expect(config.banSeconds).to.equal(900);
     expect(config.unauthenticatedPerMinute).to.equal(60);
+    expect(config.unauthenticatedMaxAddresses).to.equal(50_000);
     expect(config.trustProxy).to.equal(false);
     expect(config.adminPort).to.equal(9090);
     expect(config.adminHost).to.equal('0.0.0.0');
@@ -30,6 +31,7 @@ describe('config: rate limits', () => {
       BAN_THRESHOLD: '3',
       BAN_SECONDS: '60',
       UNAUTHENTICATED_PER_MINUTE: '20',
+      UNAUTHENTICATED_MAX_ADDRESSES: '1000',
       ADMIN_PORT: '0',
       REDIS_COMMAND_TIMEOUT_MS: '50',
       REDIS_STARTUP_WAIT_MS: '0',
@@ -39,6 +41,7 @@ describe('config: rate limits', () => {
       banThreshold: 3,
       banSeconds: 60,
       unauthenticatedPerMinute: 20,
+      unauthenticatedMaxAddresses: 1000,
       adminPort: 0,
       redisCommandTimeoutMs: 50,
       redisStartupWaitMs: 0,
@@ -62,6 +65,7 @@ describe('config: rate limits', () => {
     ['BAN_THRESHOLD', '2.5'],
     ['BAN_SECONDS', '-1'],
     ['UNAUTHENTICATED_PER_MINUTE', 'many'],
+    ['UNAUTHENTICATED_MAX_ADDRESSES', '0'],
     ['REDIS_URL', 'http://redis:6379'],
     ['REDIS_URL', 'not a url'],
     ['TRUST_PROXY', '10.0.0.0/33'],
