@@ -1,8 +1,6 @@
 import { once } from 'node:events';
-import { connect as connectHttp2 } from 'node:http2';
 import { expect } from 'chai';
-import { expectClosed, holdHttpRequest, run, type Started } from './support/commands';
-import { holdCall, roundTrip } from './support/held-calls';
+import { expectClosed, holdHttpRequest, run, signalWithCallInFlight, type Started } from './support/commands';
 import { freePort } from './support/redis-server';
 
 /**
@@ -65,21 +63,7 @@ describe('SIGTERM to a documented start command reaches the servers behind it', 
     const p = await ports('pet', 'petAdmin');
     started = run('npm', ['run', 'start:pet-service'], { PET_SERVICE_PORT: String(p.pet), ADMIN_PORT: String(p.petAdmin) });
     await started.waitForLine('pet service listening');
-    const session = connectHttp2(`http://127.0.0.1:${p.pet}`);
-    session.on('error', () => undefined);
-    try {
-      await once(session, 'connect');
-      const call = holdCall(session);
-      await roundTrip(session);
-
-      const exited = once(started.child, 'exit');
-      started.child.kill('SIGTERM');
-      await started.waitForLine('"signal":"SIGTERM"');
-      expect(await call.send()).to.equal('OK');
-      expect(await exited).to.deep.equal([0, null]);
-      await expectClosed(p.pet!, p.petAdmin!);
-    } finally {
-      session.destroy();
-    }
+    expect(await signalWithCallInFlight(started, p.pet!)).to.deep.equal({ call: 'OK', exit: [0, null] });
+    await expectClosed(p.pet!, p.petAdmin!);
   });
 });

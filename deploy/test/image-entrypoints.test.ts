@@ -1,11 +1,9 @@
 import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { connect as connectHttp2 } from 'node:http2';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { expectClosed, holdHttpRequest, run, type Started } from '../../system-test/support/commands';
-import { holdCall, roundTrip } from '../../system-test/support/held-calls';
+import { expectClosed, holdHttpRequest, run, signalWithCallInFlight, type Started } from '../../system-test/support/commands';
 import { freePort } from '../../system-test/support/redis-server';
 import { entrypoint, parseDockerfile } from './support/dockerfile';
 
@@ -61,20 +59,7 @@ describe("SIGTERM to each image's entrypoint", function () {
     const [port, adminPort] = [await freePort(), await freePort()];
     started = run(process.execPath, args, { NODE_ENV: 'production', PET_SERVICE_PORT: String(port), ADMIN_PORT: String(adminPort) });
     await started.waitForLine('pet service listening');
-    const session = connectHttp2(`http://127.0.0.1:${port}`);
-    session.on('error', () => undefined);
-    try {
-      await once(session, 'connect');
-      const call = holdCall(session);
-      await roundTrip(session);
-      const exited = once(started.child, 'exit');
-      started.child.kill('SIGTERM');
-      await started.waitForLine('"signal":"SIGTERM"');
-      expect(await call.send()).to.equal('OK');
-      expect(await exited).to.deep.equal([0, null]);
-      await expectClosed(port, adminPort);
-    } finally {
-      session.destroy();
-    }
+    expect(await signalWithCallInFlight(started, port)).to.deep.equal({ call: 'OK', exit: [0, null] });
+    await expectClosed(port, adminPort);
   });
 });

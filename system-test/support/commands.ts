@@ -3,7 +3,8 @@ import { once } from 'node:events';
 import { connect as connectTcp, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { connectOutcome } from './held-calls';
+import { connect as connectHttp2 } from 'node:http2';
+import { connectOutcome, holdCall, roundTrip } from './held-calls';
 import { waitFor } from './wait-for';
 
 const ROOT = join(__dirname, '..', '..');
@@ -71,4 +72,30 @@ export async function holdHttpRequest(port: number): Promise<{ finish(): Promise
 /** Resolves once every port refuses connections: the process behind them is gone. */
 export async function expectClosed(...ports: number[]): Promise<void> {
   await waitFor(async () => (await Promise.all(ports.map(connectOutcome))).every((outcome) => outcome === 'ECONNREFUSED'), 5000);
+}
+
+/** What a signalled process did: the held call's gRPC status, and its exit code and signal. */
+export interface Drained {
+  readonly call: string;
+  readonly exit: [number | null, NodeJS.Signals | null];
+}
+
+/**
+ * Holds a ListPets call in flight on the pet service behind `started` (listening on `port`), sends
+ * SIGTERM to the started process, then lets the call finish.
+ */
+export async function signalWithCallInFlight(started: Started, port: number): Promise<Drained> {
+  const session = connectHttp2(`http://127.0.0.1:${port}`);
+  session.on('error', () => undefined);
+  try {
+    await once(session, 'connect');
+    const call = holdCall(session);
+    await roundTrip(session);
+    const exited = once(started.child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+    started.child.kill('SIGTERM');
+    await started.waitForLine('"signal":"SIGTERM"');
+    return { call: await call.send(), exit: await exited };
+  } finally {
+    session.destroy();
+  }
 }
