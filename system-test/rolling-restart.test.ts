@@ -126,6 +126,9 @@ async function startCluster(redisUrl: string, keysFile: string, shutdownDelayMs:
       PORT: String(gatewayPorts[index]!.port),
       ADMIN_PORT: String(gatewayPorts[index]!.adminPort),
       REDIS_URL: redisUrl,
+      // Exactness is checked afterwards: a Redis reply slowed past the default 200 ms by a loaded
+      // machine would be counted in the fallback's memory instead (see gateway-replicas).
+      REDIS_COMMAND_TIMEOUT_MS: '2000',
       API_KEYS_FILE: keysFile,
       PET_SERVICE_ADDR: `ipv4:${petPorts.map(({ port }) => `127.0.0.1:${port}`).join(',')}`,
     });

@@ -126,7 +126,8 @@ describe('slow clients on the public listener', function () {
     expect(Math.max(...headerCut)).to.be.below(2500);
     expect(Math.min(...bodyCut)).to.be.at.least(950);
     expect(Math.max(...bodyCut)).to.be.below(3000);
-    expect(percentile(latencies, 0.99), 'p99 of normal requests, ms').to.be.below(250);
+    // Far above the ~30 ms measured on a quiet machine: this guards against starvation, not speed.
+    expect(percentile(latencies, 0.99), 'p99 of normal requests, ms').to.be.below(1000);
   });
 
   for (const [name, headers, status] of [
