@@ -10,6 +10,7 @@ import { PageTokenCodec } from './pets/page-token';
 import type { PetRepository } from './store/pet-repository';
 import { createPetServiceHandlers, tolerantDeserialize } from './grpc/pet-service-handlers';
 import { StoreHealthMonitor } from './store/store-health';
+import { createWriteLimiter } from './store/write-limiter';
 
 /** What {@link createServer} needs; everything comes from the caller, nothing from the environment. */
 export interface ServerOptions {
@@ -22,6 +23,15 @@ export interface ServerOptions {
   readonly metrics?: PetServiceMetrics;
   /** How often the store is pinged to keep the health status current. */
   readonly storeHealthIntervalMs?: number;
+  /** Creates running at once (unset: no bound); see {@link createWriteLimiter}. */
+  readonly maxConcurrentWrites?: number;
+  /** Creates waiting for a turn; one more is refused with RESOURCE_EXHAUSTED (unset: no bound). */
+  readonly maxQueuedWrites?: number;
+  /**
+   * The longest a create takes in the store (its timeout): a queued create gives up, with
+   * RESOURCE_EXHAUSTED, while its caller's deadline still leaves this much (unset: 0).
+   */
+  readonly writeTimeMs?: number;
   /** How long {@link RunningServer.shutdown} waits for in-flight calls before cancelling them. */
   readonly shutdownTimeoutMs?: number;
 }
@@ -62,7 +72,17 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
         { ...method, requestDeserialize: tolerantDeserialize<unknown>(method.requestDeserialize) },
       ]),
     ) as unknown as typeof PetServiceService,
-    createPetServiceHandlers({ repository, pageTokens: new PageTokenCodec(options.pageTokenSecret), logger, metrics }),
+    createPetServiceHandlers({
+      repository,
+      writes: createWriteLimiter({
+        maxConcurrent: options.maxConcurrentWrites ?? Number.POSITIVE_INFINITY,
+        maxQueued: options.maxQueuedWrites ?? Number.POSITIVE_INFINITY,
+        writeTimeMs: options.writeTimeMs ?? 0,
+      }),
+      pageTokens: new PageTokenCodec(options.pageTokenSecret),
+      logger,
+      metrics,
+    }),
   );
 
   const health = new HealthImplementation(Object.fromEntries(HEALTH_SERVICES.map((service) => [service, 'SERVING'])));

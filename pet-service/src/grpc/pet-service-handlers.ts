@@ -5,6 +5,7 @@ import type { PetServiceMetrics } from '../observability/metrics';
 import type { PageTokenCodec } from '../pets/page-token';
 import type { PetRecord } from '../pets/pet-record';
 import type { PetRepository } from '../store/pet-repository';
+import type { WriteLimiter } from '../store/write-limiter';
 import { idempotencyClaimOf } from '../pets/idempotency';
 import { PetServiceError } from '../pets/pet-service-error';
 import { toWireStatus } from '../pets/pet-status';
@@ -30,13 +31,15 @@ export function tolerantDeserialize<T>(decode: (bytes: Buffer) => T): (bytes: Bu
 
 export interface HandlerDependencies {
   readonly repository: PetRepository;
+  /** Every create passes it; a full queue answers RESOURCE_EXHAUSTED. */
+  readonly writes: WriteLimiter;
   readonly pageTokens: PageTokenCodec;
   readonly logger: Logger;
   readonly metrics: PetServiceMetrics;
 }
 
 /** The PetService implementation: validation, then one repository call per RPC. */
-export function createPetServiceHandlers({ repository, pageTokens, logger, metrics }: HandlerDependencies): PetServiceServer {
+export function createPetServiceHandlers({ repository, writes, pageTokens, logger, metrics }: HandlerDependencies): PetServiceServer {
   const unary = <Req, Res>(method: string, handle: (request: Req, call: ServerUnaryCall<Req, Res>) => Promise<Res>) =>
     (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>): void => {
       const start = process.hrtime.bigint();
@@ -80,7 +83,8 @@ export function createPetServiceHandlers({ repository, pageTokens, logger, metri
     }),
     createPet: unary('CreatePet', async (request, call) => {
       const pet = validateCreate(request);
-      const created = await repository.create(pet, idempotencyClaimOf(call.metadata, pet));
+      const claim = idempotencyClaimOf(call.metadata, pet);
+      const created = await writes.run(() => repository.create(pet, claim), call);
       if (created.replayed) call.sendMetadata(replayedMetadata());
       return { pet: toWire(created.pet) };
     }),

@@ -29,6 +29,13 @@ describe('pet-service config', () => {
     });
   }
 
+  it('bounds the creates one replica sends to the store: 4 at once, 16 waiting, unless told otherwise', () => {
+    expect(parseConfig({})).to.include({ maxConcurrentWrites: 4, maxQueuedWrites: 16 });
+    expect(parseConfig({ STORE_MAX_CONCURRENT_WRITES: '1', STORE_MAX_QUEUED_WRITES: '0' })).to.include({ maxConcurrentWrites: 1, maxQueuedWrites: 0 });
+    expect(() => parseConfig({ STORE_MAX_CONCURRENT_WRITES: '0' })).to.throw(/^invalid configuration: STORE_MAX_CONCURRENT_WRITES: /);
+    expect(() => parseConfig({ STORE_MAX_QUEUED_WRITES: '-1' })).to.throw(/^invalid configuration: STORE_MAX_QUEUED_WRITES: /);
+  });
+
   it('refuses LOG_PRETTY in production, or without pino-pretty installed', () => {
     const installed = () => true;
     expect(parseConfig({ LOG_PRETTY: 'true' }, installed)).to.include({ logPretty: true });
