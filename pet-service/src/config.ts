@@ -22,6 +22,8 @@ export interface PetServiceConfig {
   readonly maxConcurrentWrites: number;
   /** Creates that wait for a turn; one more is refused with RESOURCE_EXHAUSTED (HTTP 429). */
   readonly maxQueuedWrites: number;
+  /** Idempotency keys the embedded store remembers at most; the oldest is forgotten first. */
+  readonly idempotencyMaxKeys: number;
   readonly pageTokenSecret: string;
   readonly adminPort: number;
   readonly logLevel: string;
@@ -56,6 +58,10 @@ export function parseConfig(env: NodeJS.ProcessEnv, prettyAvailable: () => boole
         default: 16,
         desc: 'Creates waiting for a turn per replica; one more is refused at once with RESOURCE_EXHAUSTED (429, Retry-After)',
       }),
+      IDEMPOTENCY_MAX_KEYS: positiveInteger({
+        default: 10_000,
+        desc: 'Idempotency keys the embedded store remembers at most (the oldest goes first); MongoDB bounds them by its TTL index',
+      }),
       PAGE_TOKEN_SECRET: str({
         default: 'petstore-dev-page-token-secret',
         desc: 'Key that signs page tokens; every replica must share it',
@@ -76,6 +82,7 @@ export function parseConfig(env: NodeJS.ProcessEnv, prettyAvailable: () => boole
     mongodbTimeoutMs: parsed.MONGODB_TIMEOUT_MS,
     maxConcurrentWrites: parsed.STORE_MAX_CONCURRENT_WRITES,
     maxQueuedWrites: parsed.STORE_MAX_QUEUED_WRITES,
+    idempotencyMaxKeys: parsed.IDEMPOTENCY_MAX_KEYS,
     pageTokenSecret: parsed.PAGE_TOKEN_SECRET,
     adminPort: parsed.ADMIN_PORT,
     logLevel: parsed.LOG_LEVEL,

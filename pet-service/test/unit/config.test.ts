@@ -36,6 +36,12 @@ describe('pet-service config', () => {
     expect(() => parseConfig({ STORE_MAX_QUEUED_WRITES: '-1' })).to.throw(/^invalid configuration: STORE_MAX_QUEUED_WRITES: /);
   });
 
+  it('caps the idempotency keys the embedded store remembers at 10,000 unless told otherwise', () => {
+    expect(parseConfig({})).to.include({ idempotencyMaxKeys: 10_000 });
+    expect(parseConfig({ IDEMPOTENCY_MAX_KEYS: '5' })).to.include({ idempotencyMaxKeys: 5 });
+    expect(() => parseConfig({ IDEMPOTENCY_MAX_KEYS: '0' })).to.throw(/^invalid configuration: IDEMPOTENCY_MAX_KEYS: /);
+  });
+
   it('refuses LOG_PRETTY in production, or without pino-pretty installed', () => {
     const installed = () => true;
     expect(parseConfig({ LOG_PRETTY: 'true' }, installed)).to.include({ logPretty: true });
