@@ -49,9 +49,10 @@ export interface RunningServer {
    */
   drain(): void;
   /**
-   * Reports NOT_SERVING, stops taking calls, lets in-flight calls finish (cancelling them after
-   * the shutdown timeout), then closes the repository. `forced` says whether calls had to be
-   * cancelled, so that the process can exit non-zero.
+   * Reports NOT_SERVING, stops taking calls, lets in-flight calls and every store operation they
+   * started finish (cancelling the calls after the shutdown timeout), then closes the repository.
+   * `forced` says whether calls had to be cancelled or store operations abandoned, so that the
+   * process can exit non-zero.
    */
   shutdown(): Promise<{ readonly forced: boolean }>;
 }
@@ -64,6 +65,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
   const logger = options.logger ?? pino({ level: 'silent' });
   const metrics = options.metrics ?? createMetrics();
   const repository = new InstrumentedRepository(options.repository, metrics);
+  const forcedShutdown = new AbortController();
   const server = new Server();
   server.addService(
     Object.fromEntries(
@@ -82,6 +84,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
       pageTokens: new PageTokenCodec(options.pageTokenSecret),
       logger,
       metrics,
+      forcedShutdown: forcedShutdown.signal,
     }),
   );
 
@@ -111,17 +114,23 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
     async shutdown() {
       drain();
       health.setStatus(PET_SERVICE_NAME, 'NOT_SERVING');
-      const forced = await new Promise<boolean>((resolve) => {
-        const force = setTimeout(() => {
-          logger.warn('in-flight calls outlived the shutdown timeout; cancelling them');
-          server.forceShutdown();
-          resolve(true);
-        }, options.shutdownTimeoutMs ?? 10_000);
-        server.tryShutdown(() => {
-          clearTimeout(force);
-          resolve(false);
-        });
+      // A call whose client gave up (its deadline passed) is over for grpc-js while its store
+      // operation still runs; closing the store under it failed it as INTERNAL (issue 13, point 7).
+      const finished = new Promise<void>((resolve) => server.tryShutdown(() => resolve())).then(() => {
+        if (repository.inFlight > 0) logger.info({ storeOperations: repository.inFlight }, 'calls finished; waiting for their store operations');
+        return repository.idle();
       });
+      let force: NodeJS.Timeout | undefined;
+      const forced = await Promise.race([
+        finished.then(() => false),
+        new Promise<boolean>((resolve) => (force = setTimeout(() => resolve(true), options.shutdownTimeoutMs ?? 10_000))),
+      ]);
+      clearTimeout(force);
+      if (forced) {
+        logger.warn('in-flight calls or store operations outlived the shutdown timeout; cancelling them');
+        forcedShutdown.abort();
+        server.forceShutdown();
+      }
       await repository.close();
       return { forced };
     },

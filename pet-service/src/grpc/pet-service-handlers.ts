@@ -36,10 +36,22 @@ export interface HandlerDependencies {
   readonly pageTokens: PageTokenCodec;
   readonly logger: Logger;
   readonly metrics: PetServiceMetrics;
+  /**
+   * Aborted when a forced shutdown cancels the calls still running: their store operations then
+   * fail as the store closes, possibly before grpc-js has marked each call cancelled.
+   */
+  readonly forcedShutdown: AbortSignal;
 }
 
 /** The PetService implementation: validation, then one repository call per RPC. */
-export function createPetServiceHandlers({ repository, writes, pageTokens, logger, metrics }: HandlerDependencies): PetServiceServer {
+export function createPetServiceHandlers({
+  repository,
+  writes,
+  pageTokens,
+  logger,
+  metrics,
+  forcedShutdown,
+}: HandlerDependencies): PetServiceServer {
   const unary = <Req, Res>(method: string, handle: (request: Req, call: ServerUnaryCall<Req, Res>) => Promise<Res>) =>
     (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>): void => {
       const start = process.hrtime.bigint();
@@ -59,10 +71,14 @@ export function createPetServiceHandlers({ repository, writes, pageTokens, logge
           : handle(request, call);
       handled.then(
         (response) => {
+          if (call.cancelled || forcedShutdown.aborted) return finish(Status.CANCELLED);
           finish(Status.OK);
           callback(null, response);
         },
         (error: unknown) => {
+          // Cancelled by its client or by a forced shutdown, which may close the store under it:
+          // what the store operation then met is no fault of the service.
+          if (call.cancelled || forcedShutdown.aborted) return finish(Status.CANCELLED);
           const serviceError = PetServiceError.toServiceError(error);
           finish(serviceError.code!, error);
           callback(serviceError);
