@@ -94,6 +94,17 @@ describe('operations: real pet-service and gateway processes', function () {
       expect(metrics).to.include('process_resident_memory_bytes');
     });
 
+    it('reports how many idempotency keys the embedded store remembers', async () => {
+      const created = await fetch(`${base}/v1/pets`, {
+        method: 'POST',
+        headers: { ...AUTH, 'content-type': 'application/json', 'idempotency-key': 'operations-metric' },
+        body: '{"name":"Rex","categoryId":1}',
+      });
+      expect(created.status).to.equal(201);
+      const metrics = (await get(`http://127.0.0.1:${petService.adminPort}/metrics`, {})).text;
+      expect(metrics).to.match(/^pet_store_idempotency_keys [1-9]\d*$/m);
+    });
+
     it('keeps metrics and health off the public port', async () => {
       for (const path of ['/metrics', '/healthz', '/readyz']) expect((await get(`${base}${path}`, {})).status).to.equal(404);
     });

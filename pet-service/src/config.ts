@@ -1,4 +1,13 @@
-import { checkLogPretty, isPinoPrettyInstalled, listenPort, LOGGING_ENV, positiveInteger, SHUTDOWN_ENV, throwOnError } from '@petstore/runtime';
+import {
+  checkLogPretty,
+  isPinoPrettyInstalled,
+  listenPort,
+  LOGGING_ENV,
+  nonNegativeInteger,
+  positiveInteger,
+  SHUTDOWN_ENV,
+  throwOnError,
+} from '@petstore/runtime';
 import { cleanEnv, str } from 'envalid';
 
 /** The pet service's settings, read once at startup by `main.ts`. */
@@ -9,6 +18,12 @@ export interface PetServiceConfig {
   readonly mongodbUri: string | undefined;
   readonly mongodbDatabase: string;
   readonly mongodbTimeoutMs: number;
+  /** Creates one replica sends to the store at once; more wait in a queue. */
+  readonly maxConcurrentWrites: number;
+  /** Creates that wait for a turn; one more is refused with RESOURCE_EXHAUSTED (HTTP 429). */
+  readonly maxQueuedWrites: number;
+  /** Idempotency keys the embedded store remembers at most; the oldest is forgotten first. */
+  readonly idempotencyMaxKeys: number;
   readonly pageTokenSecret: string;
   readonly adminPort: number;
   readonly logLevel: string;
@@ -28,6 +43,18 @@ const ENVIRONMENT_SPEC = {
   MONGODB_TIMEOUT_MS: positiveInteger({
     default: 1000,
     desc: 'Server selection, connect, write concern and per-operation time limit; below the gateway deadline so an outage is UNAVAILABLE, not a timeout',
+  }),
+  STORE_MAX_CONCURRENT_WRITES: positiveInteger({
+    default: 4,
+    desc: 'Creates sent to the store at once per replica; past what the store absorbs, more only make every write slower',
+  }),
+  STORE_MAX_QUEUED_WRITES: nonNegativeInteger({
+    default: 16,
+    desc: 'Creates waiting for a turn per replica; one more is refused at once with RESOURCE_EXHAUSTED (429, Retry-After)',
+  }),
+  IDEMPOTENCY_MAX_KEYS: positiveInteger({
+    default: 10_000,
+    desc: 'Idempotency keys the embedded store remembers at most (the oldest goes first); MongoDB bounds them by its TTL index',
   }),
   PAGE_TOKEN_SECRET: str({
     default: 'petstore-dev-page-token-secret',
@@ -55,6 +82,9 @@ export function parseConfig(env: NodeJS.ProcessEnv, prettyAvailable: () => boole
     mongodbUri: parsed.MONGODB_URI === '' ? undefined : parsed.MONGODB_URI,
     mongodbDatabase: parsed.MONGODB_DB,
     mongodbTimeoutMs: parsed.MONGODB_TIMEOUT_MS,
+    maxConcurrentWrites: parsed.STORE_MAX_CONCURRENT_WRITES,
+    maxQueuedWrites: parsed.STORE_MAX_QUEUED_WRITES,
+    idempotencyMaxKeys: parsed.IDEMPOTENCY_MAX_KEYS,
     pageTokenSecret: parsed.PAGE_TOKEN_SECRET,
     adminPort: parsed.ADMIN_PORT,
     logLevel: parsed.LOG_LEVEL,

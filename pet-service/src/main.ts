@@ -18,7 +18,7 @@ function readConfig(): PetServiceConfig {
 }
 
 async function openRepository(config: PetServiceConfig): Promise<PetRepository> {
-  if (config.mongodbUri === undefined) return new MemoryPetRepository();
+  if (config.mongodbUri === undefined) return new MemoryPetRepository({ maxIdempotencyKeys: config.idempotencyMaxKeys });
   return MongoPetRepository.connect({
     uri: config.mongodbUri,
     database: config.mongodbDatabase,
@@ -27,9 +27,11 @@ async function openRepository(config: PetServiceConfig): Promise<PetRepository> 
 }
 
 async function main(config: PetServiceConfig, logger: Logger): Promise<void> {
-  const metrics = createMetrics();
   const repository = await openRepository(config);
-  const server = await createServer({ ...config, repository, logger, metrics });
+  const metrics = createMetrics(repository instanceof MemoryPetRepository ? { idempotencyKeys: () => repository.idempotencyKeys } : {});
+  // A queued create gives up while its caller's deadline still leaves the store its timeout.
+  const writeTimeMs = config.mongodbUri === undefined ? 0 : config.mongodbTimeoutMs;
+  const server = await createServer({ ...config, writeTimeMs, repository, logger, metrics });
   const admin = await startAdminServer(metrics.registry, config.host, config.adminPort);
   logger.info(
     { port: server.port, adminPort: admin.port, store: config.mongodbUri === undefined ? 'memory' : 'mongodb' },

@@ -10,6 +10,7 @@ import { PageTokenCodec } from './pets/page-token';
 import type { PetRepository } from './store/pet-repository';
 import { createPetServiceHandlers, tolerantDeserialize } from './grpc/pet-service-handlers';
 import { StoreHealthMonitor } from './store/store-health';
+import { createWriteLimiter } from './store/write-limiter';
 
 /** What {@link createServer} needs; everything comes from the caller, nothing from the environment. */
 export interface ServerOptions {
@@ -22,6 +23,15 @@ export interface ServerOptions {
   readonly metrics?: PetServiceMetrics;
   /** How often the store is pinged to keep the health status current. */
   readonly storeHealthIntervalMs?: number;
+  /** Creates running at once (unset: no bound); see {@link createWriteLimiter}. */
+  readonly maxConcurrentWrites?: number;
+  /** Creates waiting for a turn; one more is refused with RESOURCE_EXHAUSTED (unset: no bound). */
+  readonly maxQueuedWrites?: number;
+  /**
+   * The longest a create takes in the store (its timeout): a queued create gives up, with
+   * RESOURCE_EXHAUSTED, while its caller's deadline still leaves this much (unset: 0).
+   */
+  readonly writeTimeMs?: number;
   /** How long {@link RunningServer.shutdown} waits for in-flight calls before cancelling them. */
   readonly shutdownTimeoutMs?: number;
 }
@@ -39,9 +49,10 @@ export interface RunningServer {
    */
   drain(): void;
   /**
-   * Reports NOT_SERVING, stops taking calls, lets in-flight calls finish (cancelling them after
-   * the shutdown timeout), then closes the repository. `forced` says whether calls had to be
-   * cancelled, so that the process can exit non-zero.
+   * Reports NOT_SERVING, stops taking calls, lets in-flight calls and every store operation they
+   * started finish (cancelling the calls after the shutdown timeout), then closes the repository.
+   * `forced` says whether calls had to be cancelled or store operations abandoned, so that the
+   * process can exit non-zero.
    */
   shutdown(): Promise<{ readonly forced: boolean }>;
 }
@@ -54,6 +65,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
   const logger = options.logger ?? pino({ level: 'silent' });
   const metrics = options.metrics ?? createMetrics();
   const repository = new InstrumentedRepository(options.repository, metrics);
+  const forcedShutdown = new AbortController();
   const server = new Server();
   server.addService(
     Object.fromEntries(
@@ -62,7 +74,18 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
         { ...method, requestDeserialize: tolerantDeserialize<unknown>(method.requestDeserialize) },
       ]),
     ) as unknown as typeof PetServiceService,
-    createPetServiceHandlers({ repository, pageTokens: new PageTokenCodec(options.pageTokenSecret), logger, metrics }),
+    createPetServiceHandlers({
+      repository,
+      writes: createWriteLimiter({
+        maxConcurrent: options.maxConcurrentWrites ?? Number.POSITIVE_INFINITY,
+        maxQueued: options.maxQueuedWrites ?? Number.POSITIVE_INFINITY,
+        writeTimeMs: options.writeTimeMs ?? 0,
+      }),
+      pageTokens: new PageTokenCodec(options.pageTokenSecret),
+      logger,
+      metrics,
+      forcedShutdown: forcedShutdown.signal,
+    }),
   );
 
   const health = new HealthImplementation(Object.fromEntries(HEALTH_SERVICES.map((service) => [service, 'SERVING'])));
@@ -91,17 +114,23 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
     async shutdown() {
       drain();
       health.setStatus(PET_SERVICE_NAME, 'NOT_SERVING');
-      const forced = await new Promise<boolean>((resolve) => {
-        const force = setTimeout(() => {
-          logger.warn('in-flight calls outlived the shutdown timeout; cancelling them');
-          server.forceShutdown();
-          resolve(true);
-        }, options.shutdownTimeoutMs ?? 10_000);
-        server.tryShutdown(() => {
-          clearTimeout(force);
-          resolve(false);
-        });
+      // A call whose client gave up (its deadline passed) is over for grpc-js while its store
+      // operation still runs; closing the store under it failed it as INTERNAL (issue 13, point 7).
+      const finished = new Promise<void>((resolve) => server.tryShutdown(() => resolve())).then(() => {
+        if (repository.inFlight > 0) logger.info({ storeOperations: repository.inFlight }, 'calls finished; waiting for their store operations');
+        return repository.idle();
       });
+      let force: NodeJS.Timeout | undefined;
+      const forced = await Promise.race([
+        finished.then(() => false),
+        new Promise<boolean>((resolve) => (force = setTimeout(() => resolve(true), options.shutdownTimeoutMs ?? 10_000))),
+      ]);
+      clearTimeout(force);
+      if (forced) {
+        logger.warn('in-flight calls or store operations outlived the shutdown timeout; cancelling them');
+        forcedShutdown.abort();
+        server.forceShutdown();
+      }
       await repository.close();
       return { forced };
     },

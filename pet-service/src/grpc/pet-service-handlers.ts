@@ -5,6 +5,7 @@ import type { PetServiceMetrics } from '../observability/metrics';
 import type { PageTokenCodec } from '../pets/page-token';
 import type { PetRecord } from '../pets/pet-record';
 import type { PetRepository } from '../store/pet-repository';
+import type { WriteLimiter } from '../store/write-limiter';
 import { idempotencyClaimOf } from '../pets/idempotency';
 import { PetServiceError } from '../pets/pet-service-error';
 import { toWireStatus } from '../pets/pet-status';
@@ -30,13 +31,27 @@ export function tolerantDeserialize<T>(decode: (bytes: Buffer) => T): (bytes: Bu
 
 export interface HandlerDependencies {
   readonly repository: PetRepository;
+  /** Every create passes it; a full queue answers RESOURCE_EXHAUSTED. */
+  readonly writes: WriteLimiter;
   readonly pageTokens: PageTokenCodec;
   readonly logger: Logger;
   readonly metrics: PetServiceMetrics;
+  /**
+   * Aborted when a forced shutdown cancels the calls still running: their store operations then
+   * fail as the store closes, possibly before grpc-js has marked each call cancelled.
+   */
+  readonly forcedShutdown: AbortSignal;
 }
 
 /** The PetService implementation: validation, then one repository call per RPC. */
-export function createPetServiceHandlers({ repository, pageTokens, logger, metrics }: HandlerDependencies): PetServiceServer {
+export function createPetServiceHandlers({
+  repository,
+  writes,
+  pageTokens,
+  logger,
+  metrics,
+  forcedShutdown,
+}: HandlerDependencies): PetServiceServer {
   const unary = <Req, Res>(method: string, handle: (request: Req, call: ServerUnaryCall<Req, Res>) => Promise<Res>) =>
     (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>): void => {
       const start = process.hrtime.bigint();
@@ -56,10 +71,14 @@ export function createPetServiceHandlers({ repository, pageTokens, logger, metri
           : handle(request, call);
       handled.then(
         (response) => {
+          if (call.cancelled || forcedShutdown.aborted) return finish(Status.CANCELLED);
           finish(Status.OK);
           callback(null, response);
         },
         (error: unknown) => {
+          // Cancelled by its client or by a forced shutdown, which may close the store under it:
+          // what the store operation then met is no fault of the service.
+          if (call.cancelled || forcedShutdown.aborted) return finish(Status.CANCELLED);
           const serviceError = PetServiceError.toServiceError(error);
           finish(serviceError.code!, error);
           callback(serviceError);
@@ -80,7 +99,8 @@ export function createPetServiceHandlers({ repository, pageTokens, logger, metri
     }),
     createPet: unary('CreatePet', async (request, call) => {
       const pet = validateCreate(request);
-      const created = await repository.create(pet, idempotencyClaimOf(call.metadata, pet));
+      const claim = idempotencyClaimOf(call.metadata, pet);
+      const created = await writes.run(() => repository.create(pet, claim), call);
       if (created.replayed) call.sendMetadata(replayedMetadata());
       return { pet: toWire(created.pet) };
     }),

@@ -1,4 +1,4 @@
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** The pet service's Prometheus metrics, in a registry of their own (served on the admin port). */
 export interface PetServiceMetrics {
@@ -11,9 +11,26 @@ export interface PetServiceMetrics {
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
-export function createMetrics(): PetServiceMetrics {
+/** Values read at each scrape. */
+export interface MetricSources {
+  /** Idempotency keys the embedded store remembers; unset for MongoDB, whose TTL index bounds them. */
+  readonly idempotencyKeys?: () => number;
+}
+
+export function createMetrics(sources: MetricSources = {}): PetServiceMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  const { idempotencyKeys } = sources;
+  if (idempotencyKeys !== undefined) {
+    new Gauge({
+      name: 'pet_store_idempotency_keys',
+      help: 'Idempotency keys the embedded store remembers (at most IDEMPOTENCY_MAX_KEYS).',
+      registers: [registry],
+      collect() {
+        this.set(idempotencyKeys());
+      },
+    });
+  }
   return {
     registry,
     grpcCalls: new Counter({

@@ -3,8 +3,14 @@ import type { IdempotencyClaim } from '../pets/idempotency';
 import type { NewPetRecord, PetRecord } from '../pets/pet-record';
 import type { CreateResult, ListQuery, PetRepository } from './pet-repository';
 
-/** Wraps a store so every operation is counted and timed, by outcome. */
+/**
+ * Wraps a store so every operation is counted and timed, by outcome, and knows which are still
+ * running: shutdown closes the store only once none is.
+ */
 export class InstrumentedRepository implements PetRepository {
+  private running = 0;
+  private idleWaiters: Array<() => void> = [];
+
   constructor(
     private readonly inner: PetRepository,
     private readonly metrics: PetServiceMetrics,
@@ -30,14 +36,28 @@ export class InstrumentedRepository implements PetRepository {
     return this.inner.close();
   }
 
+  /** Operations started and not yet settled. */
+  get inFlight(): number {
+    return this.running;
+  }
+
+  /** Resolves once no operation is in flight: at once if none is. */
+  idle(): Promise<void> {
+    if (this.running === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
   private async observe<T>(operation: string, run: () => Promise<T>): Promise<T> {
     const start = process.hrtime.bigint();
     let outcome = 'error';
+    this.running += 1;
     try {
       const result = await run();
       outcome = 'ok';
       return result;
     } finally {
+      this.running -= 1;
+      if (this.running === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
       this.metrics.storeOperations.inc({ operation, outcome });
       this.metrics.storeOperationSeconds.observe({ operation, outcome }, Number(process.hrtime.bigint() - start) / 1e9);
     }

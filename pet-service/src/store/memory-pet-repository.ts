@@ -8,6 +8,8 @@ export interface MemoryPetRepositoryOptions {
   readonly lastId?: bigint;
   /** Milliseconds since the epoch; idempotency keys expire on it. */
   readonly now?: () => number;
+  /** Idempotency keys remembered at most; past it the oldest is forgotten. Default: no bound. */
+  readonly maxIdempotencyKeys?: number;
 }
 
 interface RememberedCreate {
@@ -19,19 +21,26 @@ interface RememberedCreate {
 /**
  * The embedded store: one process, nothing survives a restart. Records are appended in id order,
  * so each index is a sorted array and a page at any depth is a binary search plus a slice.
+ *
+ * Idempotency keys are kept for their window, and at most `maxIdempotencyKeys` of them: 50,000
+ * creates with distinct keys otherwise grew the process by 160 MB (issue 13, point 6). A retry
+ * whose key was forgotten early creates a second pet, so the cap must cover the keys a window of
+ * retries can bring.
  */
 export class MemoryPetRepository implements PetRepository {
   private lastId: bigint;
   private readonly now: () => number;
+  private readonly maxIdempotencyKeys: number;
   private readonly byId = new Map<bigint, PetRecord>();
   private readonly all: PetRecord[] = [];
   private readonly byStatus: Record<StoredStatus, PetRecord[]> = { available: [], pending: [], sold: [] };
-  /** In insertion order, which is expiry order, so expired keys are swept from the front. */
+  /** In insertion order, which is expiry order, so expired and evicted keys leave from the front. */
   private readonly creates = new Map<string, RememberedCreate>();
 
   constructor(options: MemoryPetRepositoryOptions = {}) {
     this.lastId = options.lastId ?? 0n;
     this.now = options.now ?? Date.now;
+    this.maxIdempotencyKeys = options.maxIdempotencyKeys ?? Number.POSITIVE_INFINITY;
   }
 
   async create(pet: NewPetRecord, idempotency?: IdempotencyClaim): Promise<CreateResult> {
@@ -45,6 +54,7 @@ export class MemoryPetRepository implements PetRepository {
     }
     const record = this.insert(pet);
     this.creates.set(idempotency.key, { fingerprint: idempotency.fingerprint, pet: record, expiresAt: now + IDEMPOTENCY_WINDOW_MS });
+    if (this.creates.size > this.maxIdempotencyKeys) this.creates.delete(this.creates.keys().next().value!);
     return { pet: record, replayed: false };
   }
 
@@ -56,6 +66,11 @@ export class MemoryPetRepository implements PetRepository {
     const index = query.status === undefined ? this.all : this.byStatus[query.status];
     const start = query.afterId === undefined ? 0 : firstAfter(index, query.afterId);
     return index.slice(start, start + query.limit);
+  }
+
+  /** How many idempotency keys are remembered (a metric). */
+  get idempotencyKeys(): number {
+    return this.creates.size;
   }
 
   async ping(): Promise<void> {}

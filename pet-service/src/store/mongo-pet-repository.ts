@@ -3,6 +3,8 @@ import {
   type Collection,
   MongoClient,
   MongoNetworkError,
+  MongoNetworkTimeoutError,
+  MongoOperationTimeoutError,
   MongoServerError,
   MongoServerSelectionError,
   MongoError,
@@ -47,8 +49,11 @@ interface IdempotencyDocument {
 const COUNTER_ID = 'pets';
 const DUPLICATE_KEY = 11000;
 const NOT_IMPLEMENTED = 238;
-// MaxTimeMSExpired, and the codes a server gives while it steps down or shuts down.
-const UNAVAILABLE_SERVER_CODES = new Set([50, 91, 189, 11600, 11602, 13435, 13436]);
+// The codes a server gives while it steps down or shuts down.
+const UNAVAILABLE_SERVER_CODES = new Set([91, 189, 11600, 11602, 13435, 13436]);
+// MaxTimeMSExpired, WriteConcernTimeout, ExceededTimeLimit: the server gave up on a slow operation.
+const TIMEOUT_SERVER_CODES = new Set([50, 64, 262]);
+const FERRETDB_TIMEOUT_MESSAGES = ['context deadline exceeded', 'sql: transaction has already been committed or rolled back'];
 // On MongoDB the counter is atomic and the first id always fits; see insertWithNewId.
 const MAX_ID_ATTEMPTS = 1000;
 const SWEEP_INTERVAL_MS = 60_000;
@@ -70,7 +75,9 @@ export class MongoPetRepository implements PetRepository {
   /**
    * False while the server is known to be unreachable. Operations then fail at once instead of
    * waiting out server selection, so a MongoDB outage is UNAVAILABLE (503) well inside the
-   * gateway's deadline rather than a timeout.
+   * gateway's deadline rather than a timeout. Only a failure to reach the server sets it: an
+   * operation that ran out of time says the server is slow, and failing every other operation for
+   * it turned a burst of slow writes into failed reads (issue 13, point 4).
    */
   private reachable = true;
 
@@ -85,7 +92,9 @@ export class MongoPetRepository implements PetRepository {
     private readonly ttlIndex: boolean,
   ) {
     client.on('topologyDescriptionChanged', (event) => {
-      this.reachable = event.newDescription.hasDataBearingServers;
+      const topology = event.newDescription;
+      if (topology.hasDataBearingServers) this.reachable = true;
+      else if ([...topology.servers.values()].some((server) => isConnectionFailure(server.error))) this.reachable = false;
     });
   }
 
@@ -163,7 +172,6 @@ export class MongoPetRepository implements PetRepository {
     // The health monitor's ping always asks the server: it is how a store marked unreachable
     // learns that it is back even when the driver saw no change in the topology.
     await this.run(() => this.client.db('admin').command({ ping: 1 }, { timeoutMS: this.maxTimeMS }), true);
-    this.reachable = true;
   }
 
   async close(): Promise<void> {
@@ -176,18 +184,20 @@ export class MongoPetRepository implements PetRepository {
   }
 
   /**
-   * Runs one store operation: at once UNAVAILABLE while the server is known to be unreachable,
-   * and an operation that finds it unreachable marks it so until the driver's heartbeat or a
-   * health ping reaches it again. Errors leave as {@link PetServiceError} where the store is at fault.
+   * Runs one store operation: at once UNAVAILABLE while the server is known to be unreachable.
+   * An operation that cannot reach the server marks it so, until an operation, a health ping or
+   * the driver's heartbeat reaches it again; one that runs out of time marks nothing. Errors leave
+   * as {@link PetServiceError} where the store is at fault.
    */
   private async run<T>(operation: () => Promise<T>, probe = false): Promise<T> {
     if (!this.reachable && !probe) throw new PetServiceError(Status.UNAVAILABLE, 'pet store unavailable');
     try {
-      return await operation();
+      const result = await operation();
+      this.reachable = true;
+      return result;
     } catch (error) {
-      const translated = toStoreError(error);
-      if (error instanceof MongoNetworkError || error instanceof MongoServerSelectionError) this.reachable = false;
-      throw translated;
+      if (isConnectionFailure(error)) this.reachable = false;
+      throw toStoreError(error);
     }
   }
 
@@ -316,18 +326,45 @@ function isDuplicateKey(error: unknown): boolean {
   return error instanceof MongoServerError && error.code === DUPLICATE_KEY;
 }
 
-/** Maps "the store cannot be reached" to UNAVAILABLE; anything else stays a bug (INTERNAL). */
-function toStoreError(error: unknown): unknown {
+/**
+ * Whether the server could not be reached at all (no server selectable, a connection refused or
+ * reset): what opens the store's fail-fast path. A timeout is not: the server is there, but slow.
+ */
+export function isConnectionFailure(error: unknown): boolean {
+  return (
+    error instanceof MongoServerSelectionError ||
+    (error instanceof MongoNetworkError && !(error instanceof MongoNetworkTimeoutError))
+  );
+}
+
+/**
+ * Maps a driver error to the status callers get: an operation that ran out of time is
+ * DEADLINE_EXCEEDED (the server is slow, and a write may yet have been applied, so it is not
+ * "retry at will"); a server out of reach or stepping down is UNAVAILABLE; anything else stays a
+ * bug (INTERNAL).
+ */
+export function toStoreError(error: unknown): unknown {
   if (error instanceof PetServiceError) return error;
+  if (isTimeout(error)) return new PetServiceError(Status.DEADLINE_EXCEEDED, 'pet store did not answer in time');
   if (
     error instanceof MongoNetworkError ||
     error instanceof MongoServerSelectionError ||
-    (error instanceof MongoServerError && UNAVAILABLE_SERVER_CODES.has(Number(error.code))) ||
-    // FerretDB reports an operation past its maxTimeMS as InternalError, not MaxTimeMSExpired.
-    (error instanceof MongoServerError && error.code === 1 && error.message.includes('context deadline exceeded')) ||
-    (error instanceof MongoError && error.name.includes('Timeout'))
+    (error instanceof MongoServerError && UNAVAILABLE_SERVER_CODES.has(Number(error.code)))
   ) {
     return new PetServiceError(Status.UNAVAILABLE, 'pet store unavailable');
   }
   return error;
+}
+
+function isTimeout(error: unknown): boolean {
+  return (
+    error instanceof MongoNetworkTimeoutError ||
+    error instanceof MongoOperationTimeoutError ||
+    (error instanceof MongoServerError && TIMEOUT_SERVER_CODES.has(Number(error.code))) ||
+    // FerretDB reports an operation past its maxTimeMS as InternalError, not MaxTimeMSExpired: as
+    // the deadline itself, or as the SQLite transaction the deadline rolled back.
+    (error instanceof MongoServerError && error.code === 1 && FERRETDB_TIMEOUT_MESSAGES.some((text) => error.message.includes(text))) ||
+    // A wait for a pooled connection, and the driver's other waits.
+    (error instanceof MongoError && error.name.includes('Timeout'))
+  );
 }

@@ -198,6 +198,30 @@ interface HealthStub {
   close(): void;
 }
 
+type LogLine = Record<string, unknown>;
+
+/** A logger whose JSON lines the test reads, and can wait for. */
+function capturedLogs(): { logger: pino.Logger; lines: LogLine[]; next(matches: (line: LogLine) => boolean): Promise<LogLine> } {
+  const lines: LogLine[] = [];
+  const waiters: Array<{ matches: (line: LogLine) => boolean; resolve: (line: LogLine) => void }> = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      const line = JSON.parse(chunk.toString()) as LogLine;
+      lines.push(line);
+      for (const waiter of waiters.filter(({ matches }) => matches(line))) {
+        waiters.splice(waiters.indexOf(waiter), 1);
+        waiter.resolve(line);
+      }
+      done();
+    },
+  });
+  return {
+    logger: pino(sink),
+    lines,
+    next: (matches) => new Promise((resolve) => waiters.push({ matches, resolve })),
+  };
+}
+
 describe('pet service shutdown', () => {
   it('finishes in-flight calls, refuses new ones, then closes the store', async () => {
     const gate: Array<() => void> = [];
@@ -239,16 +263,21 @@ describe('pet service shutdown', () => {
     }
   });
 
-  it('cancels calls that outlive the shutdown timeout, and says it had to', async () => {
+  it('cancels calls that outlive the shutdown timeout, says it had to, and ends them CANCELLED when the store closes under them', async () => {
     let reached: () => void = () => undefined;
     const held = new Promise<void>((resolve) => (reached = resolve));
+    let failHeld: (error: Error) => void = () => undefined;
     const repository = Object.assign(Object.create(new MemoryPetRepository()) as MemoryPetRepository, {
       list: () => {
         reached();
-        return new Promise<never>(() => undefined);
+        return new Promise<never>((_, reject) => (failHeld = reject));
       },
+      // As the MongoDB driver does: closing fails the operations still running.
+      close: async () => failHeld(new Error('client was closed')),
     });
-    const server = await createServer({ host: '127.0.0.1', port: 0, repository, pageTokenSecret: 's', shutdownTimeoutMs: 100 });
+    const logs = capturedLogs();
+    const logged = logs.next((line) => line.method === 'ListPets');
+    const server = await createServer({ host: '127.0.0.1', port: 0, repository, pageTokenSecret: 's', shutdownTimeoutMs: 100, logger: logs.logger });
     const client = new PetServiceClient(`127.0.0.1:${server.port}`, credentials.createInsecure());
     try {
       const call = invoke<ListPetsRequest, ListPetsResponse>(client, client.listPets, { pageSize: 1, pageToken: '', status: 0 }).then(
@@ -258,6 +287,58 @@ describe('pet service shutdown', () => {
       await held;
       expect(await server.shutdown()).to.deep.equal({ forced: true });
       expect(await call).to.not.equal('OK');
+      expect(await logged).to.include({ msg: 'grpc call', code: 'CANCELLED' });
+      expect(logs.lines.filter((line) => (line.level as number) >= 50)).to.deep.equal([]);
+    } finally {
+      client.close();
+    }
+  });
+
+  // Issue 13, point 7: CreatePet calls the gateway had given up on logged INTERNAL
+  // MongoClientClosedError, the store closed under their still-running operations.
+  it('closes the store only after the operation of a call its client gave up on has finished, and logs that call CANCELLED', async () => {
+    let reached: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (reached = resolve));
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let closed = false;
+    const memory = new MemoryPetRepository();
+    const repository = Object.assign(Object.create(memory) as MemoryPetRepository, {
+      create: async (pet: Parameters<MemoryPetRepository['create']>[0]) => {
+        reached();
+        await gate;
+        if (closed) throw new Error('client was closed');
+        return memory.create(pet);
+      },
+      close: async () => {
+        closed = true;
+      },
+    });
+    const logs = capturedLogs();
+    const server = await createServer({ host: '127.0.0.1', port: 0, repository, pageTokenSecret: 's', logger: logs.logger });
+    const client = new PetServiceClient(`127.0.0.1:${server.port}`, credentials.createInsecure());
+    try {
+      const logged = logs.next((line) => line.method === 'CreatePet');
+      let outcome: Promise<string> = Promise.resolve('not sent');
+      const call = await new Promise<{ cancel(): void }>((resolve) => {
+        outcome = new Promise((settle) => {
+          resolve(client.createPet({ name: 'Rex', categoryId: '1', status: 0 }, (error) => settle(error ? Status[error.code]! : 'OK')));
+        });
+      });
+      await held;
+      call.cancel();
+      expect(await outcome).to.equal('CANCELLED');
+
+      const waiting = logs.next((line) => line.msg === 'calls finished; waiting for their store operations');
+      const stopped = server.shutdown();
+      const first = await Promise.race([waiting.then(() => 'waiting for the store'), stopped.then(() => 'shut down')]);
+      expect(first).to.equal('waiting for the store');
+      expect(closed).to.equal(false);
+      release();
+      expect(await stopped).to.deep.equal({ forced: false });
+      expect(closed).to.equal(true);
+      expect(await logged).to.include({ msg: 'grpc call', code: 'CANCELLED' });
+      expect(logs.lines.filter((line) => (line.level as number) >= 50)).to.deep.equal([]);
     } finally {
       client.close();
     }

@@ -46,8 +46,15 @@ describe('pet-service replicas sharing one MongoDB-wire server (real processes)'
 
   async function startReplicas(count: number, database: string): Promise<void> {
     // FerretDB's SQLite handler serialises writes, and its counter is not atomic, so 200 creates at
-    // once queue for seconds there; the default limit is sized for MongoDB.
-    const env = { MONGODB_URI: server.uri, MONGODB_DB: database, MONGODB_TIMEOUT_MS: '10000' };
+    // once queue for seconds there; the default limit is sized for MongoDB. The write bound is
+    // lifted: these tests race creates on the id counter, they do not shed load.
+    const env = {
+      MONGODB_URI: server.uri,
+      MONGODB_DB: database,
+      MONGODB_TIMEOUT_MS: '10000',
+      STORE_MAX_CONCURRENT_WRITES: '200',
+      STORE_MAX_QUEUED_WRITES: '200',
+    };
     const results = await Promise.allSettled(Array.from({ length: count }, () => startService('pet-service', env)));
     // Every process that did start is stopped by afterEach, even when another failed to.
     const started = results.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));

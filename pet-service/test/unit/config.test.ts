@@ -29,6 +29,19 @@ describe('pet-service config', () => {
     });
   }
 
+  it('bounds the creates one replica sends to the store: 4 at once, 16 waiting, unless told otherwise', () => {
+    expect(parseConfig({})).to.include({ maxConcurrentWrites: 4, maxQueuedWrites: 16 });
+    expect(parseConfig({ STORE_MAX_CONCURRENT_WRITES: '1', STORE_MAX_QUEUED_WRITES: '0' })).to.include({ maxConcurrentWrites: 1, maxQueuedWrites: 0 });
+    expect(() => parseConfig({ STORE_MAX_CONCURRENT_WRITES: '0' })).to.throw(/^invalid configuration: STORE_MAX_CONCURRENT_WRITES: /);
+    expect(() => parseConfig({ STORE_MAX_QUEUED_WRITES: '-1' })).to.throw(/^invalid configuration: STORE_MAX_QUEUED_WRITES: /);
+  });
+
+  it('caps the idempotency keys the embedded store remembers at 10,000 unless told otherwise', () => {
+    expect(parseConfig({})).to.include({ idempotencyMaxKeys: 10_000 });
+    expect(parseConfig({ IDEMPOTENCY_MAX_KEYS: '5' })).to.include({ idempotencyMaxKeys: 5 });
+    expect(() => parseConfig({ IDEMPOTENCY_MAX_KEYS: '0' })).to.throw(/^invalid configuration: IDEMPOTENCY_MAX_KEYS: /);
+  });
+
   it('refuses LOG_PRETTY in production, or without pino-pretty installed', () => {
     const installed = () => true;
     expect(parseConfig({ LOG_PRETTY: 'true' }, installed)).to.include({ logPretty: true });

@@ -1,0 +1,51 @@
+import { status as Status } from '@grpc/grpc-js';
+import { expect } from 'chai';
+import {
+  MongoClientClosedError,
+  MongoNetworkError,
+  MongoNetworkTimeoutError,
+  MongoServerError,
+  MongoServerSelectionError,
+  type TopologyDescription,
+} from 'mongodb';
+import { PetServiceError } from '../../../src/pets/pet-service-error';
+import { isConnectionFailure, toStoreError } from '../../../src/store/mongo-pet-repository';
+
+const codeOf = (error: unknown): string => (error instanceof PetServiceError ? Status[error.code]! : 'not translated');
+
+describe('MongoPetRepository errors', () => {
+  // Issue 13, point 4: ~10 concurrent creates on FerretDB outlived the socket timeout, and every
+  // operation, reads included, then failed at once as if the server were gone.
+  it('treats an operation that ran out of time as slow (DEADLINE_EXCEEDED), never as the server gone', () => {
+    const timeouts = [
+      new MongoNetworkTimeoutError('connection 7 to 127.0.0.1:27017 timed out'),
+      new MongoServerError({ code: 50, errmsg: 'operation exceeded time limit' }),
+      new MongoServerError({ code: 1, errmsg: '[collection.go:177 sqlite.(*collection).UpdateAll.func1] context deadline exceeded' }),
+      new MongoServerError({ code: 1, errmsg: '[db.go:167 fsql.(*DB).InTransaction] sql: transaction has already been committed or rolled back' }),
+    ];
+    for (const error of timeouts) {
+      expect(isConnectionFailure(error), error.message).to.equal(false);
+      expect(codeOf(toStoreError(error)), error.message).to.equal('DEADLINE_EXCEEDED');
+    }
+  });
+
+  it('treats a server out of reach as UNAVAILABLE, and as a reason to fail fast', () => {
+    const unreachable = [
+      new MongoNetworkError('connect ECONNREFUSED 127.0.0.1:27017'),
+      new MongoServerSelectionError('Server selection timed out after 1000 ms', {} as TopologyDescription),
+    ];
+    for (const error of unreachable) {
+      expect(isConnectionFailure(error), error.message).to.equal(true);
+      expect(codeOf(toStoreError(error)), error.message).to.equal('UNAVAILABLE');
+    }
+    const steppingDown = new MongoServerError({ code: 11600, errmsg: 'interrupted at shutdown' });
+    expect(isConnectionFailure(steppingDown)).to.equal(false);
+    expect(codeOf(toStoreError(steppingDown))).to.equal('UNAVAILABLE');
+  });
+
+  it('leaves anything else untranslated, so that it is reported as a bug', () => {
+    const closed = new MongoClientClosedError();
+    expect(isConnectionFailure(closed)).to.equal(false);
+    expect(toStoreError(closed)).to.equal(closed);
+  });
+});

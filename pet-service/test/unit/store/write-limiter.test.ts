@@ -1,0 +1,108 @@
+import { EventEmitter } from 'node:events';
+import { status as Status } from '@grpc/grpc-js';
+import { expect } from 'chai';
+import { PetServiceError } from '../../../src/pets/pet-service-error';
+import { createWriteLimiter } from '../../../src/store/write-limiter';
+
+/** A write that runs until the test finishes it, and says whether it started. */
+function heldWrite(name: string, log: string[]): { write: () => Promise<string>; finish: () => void } {
+  let finish: () => void = () => undefined;
+  const done = new Promise<void>((resolve) => (finish = resolve));
+  return {
+    write: async () => {
+      log.push(`start ${name}`);
+      await done;
+      return name;
+    },
+    finish: () => finish(),
+  };
+}
+
+const outcomeOf = (promise: Promise<string>): Promise<string> =>
+  promise.then(
+    (value) => value,
+    (error: unknown) => (error instanceof PetServiceError ? Status[error.code]! : String(error)),
+  );
+
+class FakeCall extends EventEmitter {
+  cancelled = false;
+  constructor(private readonly deadline: number = Infinity) {
+    super();
+  }
+  getDeadline(): number {
+    return this.deadline;
+  }
+  cancel(): void {
+    this.cancelled = true;
+    this.emit('cancelled');
+  }
+}
+
+describe('createWriteLimiter', () => {
+  it('runs up to maxConcurrent writes, queues up to maxQueued in order, and refuses the next at once with RESOURCE_EXHAUSTED', async () => {
+    const limiter = createWriteLimiter({ maxConcurrent: 2, maxQueued: 2, writeTimeMs: 0 });
+    const log: string[] = [];
+    const writes = ['a', 'b', 'c', 'd'].map((name) => heldWrite(name, log));
+    const outcomes = writes.map(({ write }) => outcomeOf(limiter.run(write)));
+    expect(await outcomeOf(limiter.run(heldWrite('e', log).write))).to.equal('RESOURCE_EXHAUSTED');
+    expect(log).to.deep.equal(['start a', 'start b']);
+
+    writes[1]!.finish();
+    expect(await outcomes[1]).to.equal('b');
+    expect(log).to.deep.equal(['start a', 'start b', 'start c']);
+    writes[0]!.finish();
+    expect(await outcomes[0]).to.equal('a');
+    expect(log.at(-1)).to.equal('start d');
+    writes[2]!.finish();
+    writes[3]!.finish();
+    expect(await Promise.all(outcomes)).to.deep.equal(['a', 'b', 'c', 'd']);
+
+    // Every slot and place was given back.
+    const again = ['f', 'g', 'h', 'i'].map((name) => heldWrite(name, log));
+    const later = again.map(({ write }) => outcomeOf(limiter.run(write)));
+    expect(await outcomeOf(limiter.run(heldWrite('j', log).write))).to.equal('RESOURCE_EXHAUSTED');
+    for (const { finish } of again) finish();
+    expect(await Promise.all(later)).to.deep.equal(['f', 'g', 'h', 'i']);
+  });
+
+  it('drops a queued write whose caller cancels: CANCELLED, never run, and its place freed', async () => {
+    const limiter = createWriteLimiter({ maxConcurrent: 1, maxQueued: 1, writeTimeMs: 0 });
+    const log: string[] = [];
+    const running = heldWrite('a', log);
+    const first = outcomeOf(limiter.run(running.write));
+    const call = new FakeCall();
+    const queued = outcomeOf(limiter.run(heldWrite('b', log).write, call));
+    call.cancel();
+    expect(await queued).to.equal('CANCELLED');
+    expect(call.listenerCount('cancelled')).to.equal(0);
+
+    const next = heldWrite('c', log);
+    const third = outcomeOf(limiter.run(next.write));
+    running.finish();
+    next.finish();
+    expect(await Promise.all([first, third])).to.deep.equal(['a', 'c']);
+    expect(log).to.deep.equal(['start a', 'start c']);
+    expect(await outcomeOf(limiter.run(async () => 'x', call))).to.equal('CANCELLED');
+  });
+
+  it('refuses a write with RESOURCE_EXHAUSTED while its caller can still be told: before the deadline leaves less than writeTimeMs', async () => {
+    const limiter = createWriteLimiter({ maxConcurrent: 1, maxQueued: 5, writeTimeMs: 60_000 });
+    const log: string[] = [];
+    const running = heldWrite('a', log);
+    const first = outcomeOf(limiter.run(running.write));
+    // Its deadline leaves the store less than its timeout already: refused without queueing.
+    const hurried = new FakeCall(Date.now() + 30_000);
+    expect(await outcomeOf(limiter.run(heldWrite('b', log).write, hurried))).to.equal('RESOURCE_EXHAUSTED');
+    // Waits until the deadline is writeTimeMs away, then gives up and leaves the queue.
+    const patient = new FakeCall(Date.now() + 60_050);
+    expect(await outcomeOf(limiter.run(heldWrite('c', log).write, patient))).to.equal('RESOURCE_EXHAUSTED');
+    expect(patient.listenerCount('cancelled')).to.equal(0);
+    // A caller without a deadline waits for its turn.
+    const unhurried = heldWrite('d', log);
+    const last = outcomeOf(limiter.run(unhurried.write, new FakeCall()));
+    running.finish();
+    unhurried.finish();
+    expect(await Promise.all([first, last])).to.deep.equal(['a', 'd']);
+    expect(log).to.deep.equal(['start a', 'start d']);
+  });
+});
