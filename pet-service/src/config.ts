@@ -29,6 +29,8 @@ export interface PetServiceConfig {
   readonly logLevel: string;
   readonly logPretty: boolean;
   readonly storeHealthIntervalMs: number;
+  /** Client connections are asked to reconnect at this age (see `server.ts`). */
+  readonly maxConnectionAgeMs: number;
   /** On SIGTERM: health reports NOT_SERVING at once, calls are served this long, then the server stops. */
   readonly shutdownDelayMs: number;
   readonly shutdownTimeoutMs: number;
@@ -62,6 +64,10 @@ const ENVIRONMENT_SPEC = {
   }),
   ADMIN_PORT: listenPort({ default: 9091, desc: 'Port of /metrics and /healthz; 0 picks a free one' }),
   ...LOGGING_ENV,
+  GRPC_MAX_CONNECTION_AGE_MS: positiveInteger({
+    default: 300_000,
+    desc: 'Client connections are asked to reconnect at this age, so clients find replicas added since (scale-out)',
+  }),
   STORE_HEALTH_INTERVAL_MS: positiveInteger({ default: 5000, desc: 'How often the store is pinged for health' }),
   ...SHUTDOWN_ENV,
 };
@@ -90,6 +96,7 @@ export function parseConfig(env: NodeJS.ProcessEnv, prettyAvailable: () => boole
     logLevel: parsed.LOG_LEVEL,
     logPretty: parsed.LOG_PRETTY,
     storeHealthIntervalMs: parsed.STORE_HEALTH_INTERVAL_MS,
+    maxConnectionAgeMs: parsed.GRPC_MAX_CONNECTION_AGE_MS,
     shutdownDelayMs: parsed.SHUTDOWN_DELAY_MS,
     shutdownTimeoutMs: parsed.SHUTDOWN_TIMEOUT_MS,
   });

@@ -34,6 +34,13 @@ export interface ServerOptions {
   readonly writeTimeMs?: number;
   /** How long {@link RunningServer.shutdown} waits for in-flight calls before cancelling them. */
   readonly shutdownTimeoutMs?: number;
+  /**
+   * Age at which a client connection is asked to go away (GOAWAY), after which the client
+   * reconnects and resolves the service's name again. Without it a gateway that resolved a
+   * headless Service once would never call the replicas an autoscaler added afterwards. Default
+   * five minutes.
+   */
+  readonly maxConnectionAgeMs?: number;
 }
 
 export interface RunningServer {
@@ -66,7 +73,11 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
   const metrics = options.metrics ?? createMetrics();
   const repository = new InstrumentedRepository(options.repository, metrics);
   const forcedShutdown = new AbortController();
-  const server = new Server();
+  const server = new Server({
+    'grpc.max_connection_age_ms': options.maxConnectionAgeMs ?? 300_000,
+    // Calls in flight at that age get this long to finish; the gateway's deadline is 2 s.
+    'grpc.max_connection_age_grace_ms': 30_000,
+  });
   server.addService(
     Object.fromEntries(
       Object.entries(PetServiceService).map(([name, method]) => [

@@ -1,6 +1,6 @@
 import { on } from 'node:events';
 import { Writable } from 'node:stream';
-import { type ClientReadableStream, credentials, Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
+import { type ClientReadableStream, connectivityState, credentials, Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
 import {
   CALLER_ID_METADATA,
   type CreatePetRequest,
@@ -367,6 +367,29 @@ describe('pet service request ids', () => {
       }
       const calls = lines.filter((line) => line.msg === 'grpc call');
       expect(calls.map((line) => line.requestId)).to.deep.equal(['trace-4f2a:9c1e', undefined, undefined, undefined]);
+    } finally {
+      client.close();
+      await server.shutdown();
+    }
+  });
+});
+
+describe('pet service connection age', () => {
+  // A client connection older than the age is asked to go away (GOAWAY): the client reconnects and
+  // resolves the name again, so replicas added after it first resolved get calls too.
+  it('asks a client connection to go away at its maximum age, and the client reconnects without a failed call', async () => {
+    const server = await createServer({ host: '127.0.0.1', port: 0, repository: new MemoryPetRepository(), pageTokenSecret: 's', maxConnectionAgeMs: 300 });
+    const client = new PetServiceClient(`127.0.0.1:${server.port}`, credentials.createInsecure());
+    const list = () => invoke<ListPetsRequest, ListPetsResponse>(client, client.listPets, { pageSize: 1, pageToken: '', status: 0 });
+    try {
+      await list();
+      const channel = client.getChannel();
+      expect(channel.getConnectivityState(false)).to.equal(connectivityState.READY);
+      // Resolves when the state leaves READY; errs if it has not within 5 s.
+      await new Promise<void>((resolve, reject) =>
+        channel.watchConnectivityState(connectivityState.READY, Date.now() + 5000, (error) => (error ? reject(error) : resolve())),
+      );
+      expect(await list()).to.deep.equal({ pets: [], nextPageToken: '' });
     } finally {
       client.close();
       await server.shutdown();
