@@ -10,6 +10,11 @@ export interface GatewayMetrics {
   readonly rateLimiterFallback: Gauge;
   readonly grpcClientCalls: Counter<'method' | 'code'>;
   readonly grpcClientCallSeconds: Histogram<'method' | 'code'>;
+  /** Key ids in the active keys file, expired and revoked ones included. */
+  readonly apiKeysLoaded: Gauge;
+  /** Reloads of the keys file, by outcome: a rejected file leaves the last good keys in force. */
+  readonly apiKeysReloads: Counter<'outcome'>;
+  readonly apiKeysLastReloadSuccess: Gauge;
 }
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
@@ -57,6 +62,25 @@ export function createMetrics(): GatewayMetrics {
       help: 'Time of a gRPC call to the pet service, retries included.',
       labelNames: ['method', 'code'],
       buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    apiKeysLoaded: new Gauge({
+      name: 'api_keys_loaded',
+      help: 'API keys (ids) in the keys file in force, expired and revoked ones included.',
+      aggregator: 'max',
+      registers,
+    }),
+    apiKeysReloads: new Counter({
+      name: 'api_keys_reloads_total',
+      help: 'Reloads of the keys file, by outcome (success, failure: the last good keys stay in force).',
+      labelNames: ['outcome'],
+      registers,
+    }),
+    apiKeysLastReloadSuccess: new Gauge({
+      name: 'api_keys_last_reload_success_timestamp_seconds',
+      help: 'When the keys file in force was loaded, at start-up or on a reload (Unix time).',
+      // With GATEWAY_WORKERS: the stalest worker's, so one that missed a change does not hide.
+      aggregator: 'min',
       registers,
     }),
   };
