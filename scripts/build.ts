@@ -21,7 +21,7 @@ const externalPackages: Plugin = {
 
 const entries = {
   'gateway/dist/main': 'gateway/src/main.ts',
-  'gateway/dist/unban-main': 'gateway/src/admin/unban-main.ts',
+  'gateway/dist/keys-main': 'gateway/src/keys/keys-main.ts',
   'pet-service/dist/main': 'pet-service/src/main.ts',
 };
 
