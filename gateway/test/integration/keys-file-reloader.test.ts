@@ -35,6 +35,12 @@ describe('keys file reloader', function () {
     reloader = createKeysFileReloader({ path, initial: ApiKeyStore.load(path), logger: pino({ level: 'silent' }), metrics, pollIntervalMs, now: () => NOW });
     return reloader;
   };
+  /** Starts on a new `keys.yaml` holding `ids`. */
+  const startOn = (ids: string[], pollIntervalMs: number): { path: string; keys: KeysFileReloader } => {
+    const path = join(dir, 'keys.yaml');
+    writeFileSync(path, keysYaml(...ids));
+    return { path, keys: start(path, pollIntervalMs) };
+  };
   const accepts = (keys: KeysFileReloader, id: string): boolean => (keys.identify(`secret-${id}`, NOW) as ApiKey).id === id;
   const reloads = async (outcome: string): Promise<number> =>
     (await metrics.apiKeysReloads.get()).values.find((value) => value.labels.outcome === outcome)?.value ?? -1;
@@ -45,9 +51,7 @@ describe('keys file reloader', function () {
   };
 
   it('reports the keys loaded at start, and no reload yet', async () => {
-    const path = join(dir, 'keys.yaml');
-    writeFileSync(path, keysYaml('a', 'b'));
-    start(path, NO_POLL_MS);
+    startOn(['a', 'b'], NO_POLL_MS);
     expect((await metrics.apiKeysLoaded.get()).values[0]!.value).to.equal(2);
     expect((await metrics.apiKeysLastReloadSuccess.get()).values[0]!.value).to.equal(NOW / 1000);
     expect(await reloads('success')).to.equal(0);
@@ -56,9 +60,7 @@ describe('keys file reloader', function () {
 
   // Each change is made twice: a watch on the file itself would see the first, then never fire again.
   it('follows a file renamed over the old one, time after time, by the directory watch alone', async () => {
-    const path = join(dir, 'keys.yaml');
-    writeFileSync(path, keysYaml('a'));
-    const keys = start(path, NO_POLL_MS);
+    const { path, keys } = startOn(['a'], NO_POLL_MS);
     replace(path, keysYaml('a', 'b'));
     await waitFor(async () => accepts(keys, 'b'), 5000);
     expect(await reloads('success')).to.equal(1);
@@ -69,9 +71,7 @@ describe('keys file reloader', function () {
   });
 
   it('follows a file edited in place, by the directory watch alone', async () => {
-    const path = join(dir, 'keys.yaml');
-    writeFileSync(path, keysYaml('a'));
-    const keys = start(path, NO_POLL_MS);
+    const { path, keys } = startOn(['a'], NO_POLL_MS);
     writeFileSync(path, keysYaml('b'));
     await waitFor(async () => accepts(keys, 'b'), 5000);
     writeFileSync(path, keysYaml('c'));
@@ -114,9 +114,7 @@ describe('keys file reloader', function () {
   });
 
   it('keeps the last good keys when the file turns bad, counts that once, and takes the next good file', async () => {
-    const path = join(dir, 'keys.yaml');
-    writeFileSync(path, keysYaml('a'));
-    const keys = start(path, 100);
+    const { path, keys } = startOn(['a'], 100);
     replace(path, 'keys:\n  - id: a\n    plan: [free\n');
     await waitFor(async () => (await reloads('failure')) === 1, 5000);
     expect(accepts(keys, 'a')).to.equal(true);
@@ -131,9 +129,7 @@ describe('keys file reloader', function () {
   });
 
   it('keeps the last good keys when the file disappears', async () => {
-    const path = join(dir, 'keys.yaml');
-    writeFileSync(path, keysYaml('a'));
-    const keys = start(path, NO_POLL_MS);
+    const { path, keys } = startOn(['a'], NO_POLL_MS);
     rmSync(path);
     await waitFor(async () => (await reloads('failure')) === 1, 5000);
     expect(accepts(keys, 'a')).to.equal(true);
@@ -142,9 +138,7 @@ describe('keys file reloader', function () {
   });
 
   it('rereads unchanged content only when forced, as on SIGHUP', async () => {
-    const path = join(dir, 'keys.yaml');
-    writeFileSync(path, keysYaml('a'));
-    const keys = start(path, NO_POLL_MS);
+    const { keys } = startOn(['a'], NO_POLL_MS);
     const before = keys.current();
     expect(keys.reload('test')).to.equal(false);
     expect(keys.current()).to.equal(before);
