@@ -169,6 +169,10 @@ async function listenAdmin(config: GatewayConfig, logger: Logger, port: number, 
  */
 async function supervise({ config }: Settings, logger: Logger): Promise<void> {
   const pool = startWorkerPool({ count: config.workers, logger });
+  // Only workers that listen have their own SIGHUP handler; one still starting reads the file anyway.
+  process.on('SIGHUP', () => {
+    for (const worker of pool.serving()) worker.process.kill('SIGHUP');
+  });
   const petClient = createPetClient({ target: config.petServiceAddress, timeoutMs: config.petServiceTimeoutMs });
   // Awaited together, so a worker that dies while Redis is awaited is a start-up failure, not an
   // unhandled rejection.
@@ -205,10 +209,6 @@ async function supervise({ config }: Settings, logger: Logger): Promise<void> {
       return clean ? 0 : 1;
     },
     abandon: () => pool.kill(),
-  });
-  // Only workers that listen have their own SIGHUP handler; one still starting reads the file anyway.
-  process.on('SIGHUP', () => {
-    for (const worker of pool.serving()) worker.process.kill('SIGHUP');
   });
 }
 
