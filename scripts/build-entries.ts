@@ -4,6 +4,6 @@
  */
 export const BUILD_ENTRIES: Readonly<Record<string, string>> = Object.freeze({
   'gateway/dist/main': 'gateway/src/main.ts',
-  'gateway/dist/unban-main': 'gateway/src/admin/unban-main.ts',
+  'gateway/dist/keys-main': 'gateway/src/keys/keys-main.ts',
   'pet-service/dist/main': 'pet-service/src/main.ts',
 });

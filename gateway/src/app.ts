@@ -2,7 +2,7 @@ import type { RequestListener } from 'node:http';
 import express from 'express';
 import { stringify } from 'lossless-json';
 import pino, { type Logger } from 'pino';
-import type { ApiKeyStore } from './edge/api-keys';
+import type { ApiKeyDirectory } from './edge/api-keys';
 import { requireApiKey } from './edge/authenticate';
 import { createErrorHandler, type InternalErrorListener, notFound } from './http/error-handler';
 import { createHttpMetrics } from './observability/http-metrics';
@@ -22,7 +22,8 @@ export type TrustProxy = boolean | number | readonly string[];
 /** Everything the HTTP app depends on; `main.ts` builds these from the validated config. */
 export interface AppOptions {
   readonly petClient: PetClient;
-  readonly apiKeys: ApiKeyStore;
+  /** The keys file's keys; `main.ts` gives a holder that follows the file as it changes. */
+  readonly apiKeys: ApiKeyDirectory;
   /** Milliseconds since the epoch. */
   readonly now?: () => number;
   readonly logger?: Logger;
@@ -73,6 +74,7 @@ export function createApp(options: AppOptions): RequestListener {
   return createRateLimitEdge({
     app,
     apiKeys: options.apiKeys,
+    now,
     limiter: options.limiter ?? new MemoryRateLimiter({ now }),
     settings: options.rateLimits ?? DEFAULT_RATE_LIMIT_SETTINGS,
     logger,

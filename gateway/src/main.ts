@@ -7,6 +7,7 @@ import { type AdminAppOptions, createAdminApp } from './admin/admin-app';
 import { ApiKeyStore } from './edge/api-keys';
 import { createApp } from './app';
 import { answerMetricsRequests, collectWorkerMetrics } from './cluster/cluster-metrics';
+import { createKeysFileReloader } from './keys/keys-file-reloader';
 import { type GatewayConfig, parseConfig } from './config';
 import { FallbackRateLimiter } from './rate-limit/fallback-rate-limiter';
 import { closeGracefully, listen, type ListeningServer } from './http/http-server';
@@ -71,9 +72,12 @@ type Settings = ReturnType<typeof loadSettings>;
  * One process serving both ports; or, as a cluster worker (GATEWAY_WORKERS > 1), the public port
  * only, with its metrics collected by the primary.
  */
-async function serve({ config, apiKeys }: Settings, logger: Logger): Promise<void> {
+async function serve({ config, apiKeys: initialKeys }: Settings, logger: Logger): Promise<void> {
   const metrics = createMetrics();
   if (cluster.isWorker) answerMetricsRequests(metrics.registry);
+  // Every process that serves requests follows the keys file itself; a worker gets SIGHUP from the primary.
+  const apiKeys = createKeysFileReloader({ path: config.apiKeysFile, initial: initialKeys, logger, metrics });
+  process.on('SIGHUP', () => apiKeys.reload('SIGHUP', true));
   const petClient = createPetClient({ target: config.petServiceAddress, timeoutMs: config.petServiceTimeoutMs, metrics });
   const { limiter, redisCheck } = await createLimiter(config, logger, metrics);
   let draining = false;
@@ -114,6 +118,7 @@ async function serve({ config, apiKeys }: Settings, logger: Logger): Promise<voi
     begin: () => (draining = true),
     drain: async () => {
       await closeGracefully(publicServer.server);
+      apiKeys.close();
       petClient.close();
       await limiter.close();
       if (adminServer !== undefined) await closeGracefully(adminServer.server);
@@ -160,10 +165,15 @@ async function listenAdmin(config: GatewayConfig, logger: Logger, port: number, 
 /**
  * The cluster primary (GATEWAY_WORKERS > 1): it forks the workers, replaces any that die, and
  * serves the admin port itself: /metrics summed over the workers, readiness that also needs every
- * worker serving, and ban lifts in the shared Redis store. It handles no public request.
+ * worker serving, and ban lifts in the shared Redis store. It handles no public request; it passes
+ * SIGHUP (reload the keys file) on to the workers.
  */
 async function supervise({ config }: Settings, logger: Logger): Promise<void> {
   const pool = startWorkerPool({ count: config.workers, logger });
+  // Only workers that listen have their own SIGHUP handler; one still starting reads the file anyway.
+  process.on('SIGHUP', () => {
+    for (const worker of pool.serving()) worker.process.kill('SIGHUP');
+  });
   const petClient = createPetClient({ target: config.petServiceAddress, timeoutMs: config.petServiceTimeoutMs });
   // Awaited together, so a worker that dies while Redis is awaited is a start-up failure, not an
   // unhandled rejection.

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { createServer as createPetServer, type RunningServer } from '../../pet-service/src/server';
 import { MemoryPetRepository } from '../../pet-service/src/store/memory-pet-repository';
 import type { PetRepository } from '../../pet-service/src/store/pet-repository';
-import { ApiKeyStore, sha256Hex } from '../../gateway/src/edge/api-keys';
+import { type ApiKeyDirectory, ApiKeyStore, sha256Hex } from '../../gateway/src/edge/api-keys';
 import { createApp } from '../../gateway/src/app';
 import { listen } from '../../gateway/src/http/http-server';
 import type { GatewayMetrics } from '../../gateway/src/observability/metrics';
@@ -29,6 +29,8 @@ export interface TestStackOptions {
   readonly logger?: Logger;
   /** The gateway's metrics; default none. */
   readonly metrics?: GatewayMetrics;
+  /** The gateway's keys; default {@link TEST_KEYS}. */
+  readonly apiKeys?: ApiKeyDirectory;
 }
 
 /** A real pet service and a real gateway, each on port 0, wired over gRPC. */
@@ -44,7 +46,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     timeoutMs: options.petClientTimeoutMs ?? 2000,
     metrics: options.metrics,
   });
-  const apiKeys = ApiKeyStore.fromDocument({
+  const apiKeys = options.apiKeys ?? ApiKeyStore.fromDocument({
     keys: Object.entries(TEST_KEYS).map(([plan, secret]) => ({
       id: `test-${plan}`,
       sha256: sha256Hex(secret),

@@ -5,7 +5,7 @@ import parseUrl from 'parseurl';
 import type { Logger } from 'pino';
 import proxyAddr from 'proxy-addr';
 import { ApiError } from '../http/api-error';
-import type { ApiKey, ApiKeyStore } from './api-keys';
+import type { ApiKey, ApiKeyDirectory } from './api-keys';
 import { bearerToken } from './authenticate';
 import { recordRequest } from '../observability/http-metrics';
 import type { GatewayMetrics } from '../observability/metrics';
@@ -15,9 +15,14 @@ import type { RateLimitDecision, RateLimiter, RateLimitPolicy } from '../rate-li
 import { assignRequestId, logRequest } from '../observability/request-logging';
 
 export interface RateLimitEdgeOptions {
-  /** Where admitted requests go, with `response.locals.apiKey` set when the key is valid. */
+  /**
+   * Where admitted requests go, with `response.locals.apiKey` set when the key is valid, and
+   * `response.locals.keyRefusal` saying why not when a bearer secret was sent but refused.
+   */
   readonly app: Express;
-  readonly apiKeys: ApiKeyStore;
+  readonly apiKeys: ApiKeyDirectory;
+  /** Milliseconds since the epoch: keys, and rotated-out secrets, expire on this clock. */
+  readonly now: () => number;
   readonly limiter: RateLimiter;
   readonly settings: RateLimitSettings;
   readonly logger: Logger;
@@ -41,7 +46,7 @@ const FREE = /^\/v1\/openapi\.json\/?$/i;
  * the pet service: a flood of 429s then costs little more than a bare HTTP server's reply.
  */
 export function createRateLimitEdge(options: RateLimitEdgeOptions): RequestListener {
-  const { app, apiKeys, limiter, settings, logger, metrics, draining } = options;
+  const { app, apiKeys, now, limiter, settings, logger, metrics, draining } = options;
   const keyPolicies = new WeakMap<ApiKey, RateLimitPolicy>();
   const ipPolicy = unauthenticatedPolicy(settings.unauthenticatedPerMinute);
   const policyOf = (key: ApiKey): RateLimitPolicy => {
@@ -86,7 +91,8 @@ export function createRateLimitEdge(options: RateLimitEdgeOptions): RequestListe
     }
     const start = process.hrtime.bigint();
     const token = bearerToken(request.headers.authorization);
-    const key = token === undefined ? undefined : apiKeys.find(token);
+    const identified = token === undefined ? undefined : apiKeys.identify(token, now());
+    const key = typeof identified === 'object' ? identified : undefined;
     const decision = key === undefined ? limiter.consume(clientSubject(request), ipPolicy) : limiter.consume(keySubject(key.id), policyOf(key));
     decision.then(
       (result) => {
@@ -97,7 +103,8 @@ export function createRateLimitEdge(options: RateLimitEdgeOptions): RequestListe
           return;
         }
         for (const name in headers) response.setHeader(name, headers[name]!);
-        (response as ServerResponse & { locals?: object }).locals = key === undefined ? {} : { apiKey: key };
+        (response as ServerResponse & { locals?: object }).locals =
+          key !== undefined ? { apiKey: key } : identified !== undefined ? { keyRefusal: identified } : {};
         app(request, response);
       },
       (error: unknown) => {

@@ -14,6 +14,11 @@ export interface GatewayMetrics {
   countAddressBucketsWith(count: () => number): void;
   readonly grpcClientCalls: Counter<'method' | 'code'>;
   readonly grpcClientCallSeconds: Histogram<'method' | 'code'>;
+  /** Key ids in the active keys file, expired and revoked ones included. */
+  readonly apiKeysLoaded: Gauge;
+  /** Reloads of the keys file, by outcome: a rejected file leaves the last good keys in force. */
+  readonly apiKeysReloads: Counter<'outcome'>;
+  readonly apiKeysLastReloadSuccess: Gauge;
 }
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
@@ -75,6 +80,25 @@ export function createMetrics(): GatewayMetrics {
     countAddressBucketsWith(count) {
       addressBuckets = count;
     },
+    apiKeysLoaded: new Gauge({
+      name: 'api_keys_loaded',
+      help: 'API keys (ids) in the keys file in force, expired and revoked ones included.',
+      aggregator: 'max',
+      registers,
+    }),
+    apiKeysReloads: new Counter({
+      name: 'api_keys_reloads_total',
+      help: 'Reloads of the keys file, by outcome (success, failure: the last good keys stay in force).',
+      labelNames: ['outcome'],
+      registers,
+    }),
+    apiKeysLastReloadSuccess: new Gauge({
+      name: 'api_keys_last_reload_success_timestamp_seconds',
+      help: 'When the keys file in force was loaded, at start-up or on a reload (Unix time).',
+      // With GATEWAY_WORKERS: the stalest worker's, so one that missed a change does not hide.
+      aggregator: 'min',
+      registers,
+    }),
   };
 }
 

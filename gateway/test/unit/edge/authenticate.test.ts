@@ -4,10 +4,10 @@ import { ApiError } from '../../../src/http/api-error';
 import { requireApiKey } from '../../../src/edge/authenticate';
 
 /** What requireApiKey passes on for a request with this Authorization header and no identified key. */
-function refusalFor(authorization: string | undefined): ApiError {
+function refusalFor(authorization: string | undefined, locals: Record<string, unknown> = {}): ApiError {
   let passed: unknown;
   const request = { headers: authorization === undefined ? {} : { authorization } } as Request;
-  void requireApiKey(request, { locals: {} } as Response, ((error?: unknown) => (passed = error)) as NextFunction);
+  void requireApiKey(request, { locals } as unknown as Response, ((error?: unknown) => (passed = error)) as NextFunction);
   expect(passed).to.be.instanceOf(ApiError);
   return passed as ApiError;
 }
@@ -37,6 +37,18 @@ describe('requireApiKey', () => {
     expect(error).to.include({ message: 'unknown API key' });
     expect(error.headers).to.deep.equal({ 'WWW-Authenticate': invalid });
   });
+
+  for (const [keyRefusal, message] of [
+    ['expired', 'API key expired'],
+    ['revoked', 'API key revoked'],
+    ['checksum', 'malformed API key: its checksum does not match (was it copied whole?)'],
+  ]) {
+    it(`answers invalid_token saying the key is ${keyRefusal} when the edge refused it so`, () => {
+      const error = refusalFor('Bearer pk_live_x', { keyRefusal });
+      expect(error).to.include({ status: 401, code: 'unauthorized', message });
+      expect(error.headers).to.deep.equal({ 'WWW-Authenticate': invalid });
+    });
+  }
 
   it('lets a request through once the rate-limit edge has identified its key', () => {
     let passed: unknown = 'not called';

@@ -1,28 +1,19 @@
 /**
- * `npm run unban -- <keyId>`: lifts a key's temporary ban in the shared Redis store. Every replica
+ * `npm run keys -- <command>`: the API key lifecycle on the keys file (`API_KEYS_FILE`), and
+ * `unban`, which lifts a key's temporary ban in the shared Redis store (`REDIS_URL`); every replica
  * notices within a second (see BanCache). With in-memory counters there is nothing shared: use
- * `DELETE /admin/bans/<keyId>` on that gateway's admin port instead.
+ * `DELETE /admin/bans/<keyId>` on that gateway's admin port instead. `npm run unban -- <keyId>`
+ * is kept as an alias of `unban --id`.
  */
-import { parseConfig } from '../config';
+import { type GatewayConfig, parseConfig } from '../config';
 import { keySubject } from '../rate-limit/rate-limit-policy';
 import { connectRedis, waitUntilReady } from '../rate-limit/redis-connection';
 import { RedisRateLimiter } from '../rate-limit/redis-rate-limiter';
+import { runKeysCli } from './keys-cli';
 
 const CONNECT_WAIT_MS = 5000;
 
-async function main(): Promise<number> {
-  const keyId = process.argv[2];
-  if (keyId === undefined || process.argv.length > 3) {
-    console.error('usage: npm run unban -- <keyId>');
-    return 2;
-  }
-  let config;
-  try {
-    config = parseConfig(process.env, '');
-  } catch (error) {
-    console.error((error as Error).message);
-    return 1;
-  }
+async function unban(config: GatewayConfig, keyId: string): Promise<number> {
   if (config.redisUrl === undefined) {
     console.error('REDIS_URL is not set; with in-memory counters use DELETE /admin/bans/<keyId> on the admin port');
     return 1;
@@ -42,10 +33,27 @@ async function main(): Promise<number> {
   }
 }
 
+async function main(): Promise<number> {
+  let config: GatewayConfig;
+  try {
+    config = parseConfig(process.env, '');
+  } catch (error) {
+    console.error((error as Error).message);
+    return 1;
+  }
+  return runKeysCli(process.argv.slice(2), {
+    keysFile: config.apiKeysFile === '' ? undefined : config.apiKeysFile,
+    unban: (keyId) => unban(config, keyId),
+    out: (line) => console.log(line),
+    err: (line) => console.error(line),
+    now: Date.now,
+  });
+}
+
 main().then(
   (code) => process.exit(code),
   (error: unknown) => {
-    console.error('unban failed:', (error as Error).message);
+    console.error('keys failed:', (error as Error).message);
     process.exit(1);
   },
 );
