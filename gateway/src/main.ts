@@ -18,15 +18,18 @@ import { petServiceHealthCheck, type ReadinessCheck } from './pet-service-client
 import { connectRedis, waitUntilReady } from './rate-limit/redis-connection';
 import { RedisRateLimiter } from './rate-limit/redis-rate-limiter';
 import { startWorkerPool } from './cluster/worker-pool';
+import { loadRoutesFile, type ProxyRoute } from './upstream/routes-file';
+import { upstreamChecks } from './upstream/upstream-readiness';
 
 /** How long the primary waits for a worker's metrics before leaving it out of a scrape. */
 const WORKER_METRICS_TIMEOUT_MS = 1000;
 const DEMO_KEYS_FILE = join(__dirname, '..', 'config', 'demo-keys.yaml');
 
-function loadSettings(): { config: GatewayConfig; apiKeys: ApiKeyStore } {
+function loadSettings(): { config: GatewayConfig; apiKeys: ApiKeyStore; routes: readonly ProxyRoute[] } {
   try {
     const config = parseConfig(process.env, DEMO_KEYS_FILE);
-    return { config, apiKeys: ApiKeyStore.load(config.apiKeysFile) };
+    const routes = config.routesFile === undefined ? [] : loadRoutesFile(config.routesFile);
+    return { config, apiKeys: ApiKeyStore.load(config.apiKeysFile), routes };
   } catch (error) {
     console.error((error as Error).message);
     process.exit(1);
@@ -70,7 +73,7 @@ type Settings = ReturnType<typeof loadSettings>;
  * One process serving both ports; or, as a cluster worker (GATEWAY_WORKERS > 1), the public port
  * only, with its metrics collected by the primary.
  */
-async function serve({ config, apiKeys }: Settings, logger: Logger): Promise<void> {
+async function serve({ config, apiKeys, routes }: Settings, logger: Logger): Promise<void> {
   const metrics = createMetrics();
   if (cluster.isWorker) answerMetricsRequests(metrics.registry);
   const petClient = createPetClient({ target: config.petServiceAddress, timeoutMs: config.petServiceTimeoutMs, metrics });
@@ -88,6 +91,7 @@ async function serve({ config, apiKeys }: Settings, logger: Logger): Promise<voi
       ban: { threshold: config.banThreshold, seconds: config.banSeconds },
     },
     trustProxy: config.trustProxy,
+    routes,
   });
   const publicServer = await listen(app, config.host, config.port, config.connectionLimits);
   let adminServer: ListeningServer | undefined;
@@ -95,6 +99,7 @@ async function serve({ config, apiKeys }: Settings, logger: Logger): Promise<voi
     logger.info({ port: publicServer.port }, 'gateway worker serving');
   } else {
     adminServer = await listenAdmin(config, logger, publicServer.port, {
+      routes,
       registry: metrics.registry,
       petClient,
       limiter: { limiter, redisCheck },
@@ -122,6 +127,8 @@ async function serve({ config, apiKeys }: Settings, logger: Logger): Promise<voi
 }
 
 interface AdminParts {
+  /** Each route's upstream is reported by /readyz, without deciding readiness. */
+  readonly routes: readonly ProxyRoute[];
   readonly registry: AdminAppOptions['registry'];
   readonly petClient: PetClient;
   readonly limiter: Limiter;
@@ -136,7 +143,7 @@ async function listenAdmin(config: GatewayConfig, logger: Logger, port: number, 
   const admin = createAdminApp({
     registry: parts.registry,
     readinessChecks: { petService: petServiceHealthCheck(parts.petClient.channel, config.petServiceTimeoutMs), ...parts.moreChecks },
-    reportedChecks: redisCheck === undefined ? {} : { redis: redisCheck },
+    reportedChecks: { ...(redisCheck === undefined ? {} : { redis: redisCheck }), ...upstreamChecks(parts.routes) },
     draining: parts.draining,
     limiter,
     adminToken: config.adminToken,
@@ -161,7 +168,7 @@ async function listenAdmin(config: GatewayConfig, logger: Logger, port: number, 
  * serves the admin port itself: /metrics summed over the workers, readiness that also needs every
  * worker serving, and ban lifts in the shared Redis store. It handles no public request.
  */
-async function supervise({ config }: Settings, logger: Logger): Promise<void> {
+async function supervise({ config, routes }: Settings, logger: Logger): Promise<void> {
   const pool = startWorkerPool({ count: config.workers, logger });
   const petClient = createPetClient({ target: config.petServiceAddress, timeoutMs: config.petServiceTimeoutMs });
   // Awaited together, so a worker that dies while Redis is awaited is a start-up failure, not an
@@ -169,6 +176,7 @@ async function supervise({ config }: Settings, logger: Logger): Promise<void> {
   const [port, { limiter, redisCheck }] = await Promise.all([pool.listening, createLimiter(config, logger)]);
   let draining = false;
   const adminServer = await listenAdmin(config, logger, port, {
+    routes,
     registry: {
       contentType: Registry.PROMETHEUS_CONTENT_TYPE,
       metrics: () => collectWorkerMetrics(pool.serving(), WORKER_METRICS_TIMEOUT_MS),
