@@ -83,9 +83,9 @@ describe('routes proxied to HTTP upstreams', function () {
     upstream = await startHttpUpstream();
     routes = parseRoutes({
       routes: [
-        { prefix: '/v1/store/orders', upstream: `${upstream.url}/orders-api`, methods: ['GET', 'POST', 'DELETE'], timeoutMs: 5000 },
+        { prefix: '/v1/store/orders', upstream: `${upstream.url}/orders-api`, methods: ['GET', 'POST', 'DELETE'], timeoutMs: 60_000 },
         { prefix: '/v1/store/premium', upstream: upstream.url, methods: ['GET'], timeoutMs: 5000, plans: ['pro', 'enterprise'] },
-        { prefix: '/v1/store/uploads', upstream: upstream.url, methods: ['POST', 'PUT'], timeoutMs: 5000, bodyLimitBytes: LIMIT },
+        { prefix: '/v1/store/uploads', upstream: upstream.url, methods: ['POST', 'PUT'], timeoutMs: 60_000, bodyLimitBytes: LIMIT },
         { prefix: '/v1/store/slow', upstream: upstream.url, methods: ['GET'], timeoutMs: 300 },
         { prefix: '/v1/store/down', upstream: `http://127.0.0.1:${await freePort()}`, methods: ['GET'], timeoutMs: 5000 },
       ],

@@ -27,9 +27,10 @@ const SEGMENT = /^[A-Za-z0-9._~-]+$/;
  * The gateway's own /v1 paths as segment lists, a path parameter as `*`: the pets routes (from the
  * OpenAPI document, so a new built-in route is protected without a second list) and the document.
  */
-const BUILT_IN = [...Object.keys(openApiDocument.paths), '/openapi.json'].map((path) =>
-  ['v1', ...path.split('/').slice(1)].map((segment) => (segment.startsWith('{') ? '*' : segment.toLowerCase())),
-);
+const BUILT_IN = [...Object.keys(openApiDocument.paths), '/openapi.json'].map((path) => ({
+  path: `/v1${path}`,
+  segments: ['v1', ...path.split('/').slice(1)].map((segment) => (segment.startsWith('{') ? '*' : segment.toLowerCase())),
+}));
 
 /**
  * Reads a YAML (or JSON) routes file. @throws Error with a one-line message that starts
@@ -73,8 +74,8 @@ function parseRoute(entry: unknown, where: string): ProxyRoute {
   const named = `${where} "${prefix}"`;
   const unknown = Object.keys(fields).find((field) => !FIELDS.has(field));
   if (unknown !== undefined) throw new Error(`${named}: unknown field "${unknown}"; known: ${[...FIELDS].join(', ')}`);
-  const builtIn = BUILT_IN.find((path) => nests(path, segments(prefix)));
-  if (builtIn !== undefined) throw new Error(`${named}: would shadow the gateway's own /${builtIn.join('/')}`);
+  const builtIn = BUILT_IN.find((own) => nests(own.segments, segments(prefix)));
+  if (builtIn !== undefined) throw new Error(`${named}: would shadow the gateway's own ${builtIn.path}`);
   return Object.freeze({
     prefix,
     upstream: parseUpstream(fields.upstream, named),
