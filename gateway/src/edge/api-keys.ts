@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
+import { readYamlFile } from '../config-file';
 import { type Limits, PLAN_LIMITS, PLAN_NAMES, type PlanName } from '../rate-limit/plans';
 
 /** A known API key, as the rest of the gateway sees it: never the secret itself. */
@@ -27,16 +26,7 @@ export class ApiKeyStore {
    */
   static load(path: string): ApiKeyStore {
     const source = `API_KEYS_FILE ${path}`;
-    let document: unknown;
-    try {
-      document = parseYaml(readFileSync(path, 'utf8'));
-    } catch (error) {
-      // yaml appends a code frame to the first line ("... at line 3, column 1:"), which would
-      // break the one-line startup message; the first line alone still says where.
-      const firstLine = (error as Error).message.split('\n', 1)[0]!.replace(/:$/, '');
-      throw new Error(`${source}: ${firstLine}`, { cause: error });
-    }
-    return ApiKeyStore.fromDocument(document, source);
+    return ApiKeyStore.fromDocument(readYamlFile(path, source), source);
   }
 
   static fromDocument(document: unknown, source = 'keys file'): ApiKeyStore {

@@ -1,5 +1,4 @@
-import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
+import { readYamlFile } from '../config-file';
 import { openApiDocument } from '../http/openapi';
 import { PLAN_NAMES, type PlanName } from '../rate-limit/plans';
 
@@ -38,15 +37,7 @@ const BUILT_IN = [...Object.keys(openApiDocument.paths), '/openapi.json'].map((p
  */
 export function loadRoutesFile(path: string): readonly ProxyRoute[] {
   const source = `ROUTES_FILE ${path}`;
-  let document: unknown;
-  try {
-    document = parseYaml(readFileSync(path, 'utf8'));
-  } catch (error) {
-    // yaml appends a code frame after the first line; the first line alone still says where.
-    const firstLine = (error as Error).message.split('\n', 1)[0]!.replace(/:$/, '');
-    throw new Error(`${source}: ${firstLine}`, { cause: error });
-  }
-  return parseRoutes(document, source);
+  return parseRoutes(readYamlFile(path, source), source);
 }
 
 /** Validates a parsed routes document; see {@link loadRoutesFile}. */
