@@ -1,5 +1,6 @@
 /**
- * `npm run bench`: the full gateway path against a bare express 5 server, side by side in one run.
+ * `npm run bench`: the full gateway path against a bare express 5 server, side by side in one run,
+ * and a route the gateway proxies to a second bare server (ROUTES_FILE) against that server alone.
  *
  * Every figure is a ratio of medians over alternating rounds (A B A B ...) after a warm-up, with
  * the same connections, duration and pipelining 1 on both sides, so drift in the machine's speed
@@ -43,6 +44,11 @@ const SEED_PETS = 10_000;
 const READ_PATH = '/v1/pets?limit=20';
 const NEW_PET = '{"name":"Bench","categoryId":42,"status":"pending"}';
 const SECRETS = { bench: 'bench-unlimited-secret', limited: 'bench-limited-secret' };
+/** The proxied route: `/v1/upstream/pets?limit=20` reaches the upstream's `/v1/pets?limit=20`. */
+const PROXY_PREFIX = '/v1/upstream';
+const UPSTREAM_LIST = JSON.stringify(
+  Array.from({ length: 20 }, (_, index) => ({ id: index + 1, name: `pet-${index}`, categoryId: 1 + (index % 50), status: 'available' })),
+);
 
 interface Figures {
   rps: number;
@@ -203,14 +209,27 @@ async function main(): Promise<void> {
 
   const processes: ServiceProcess[] = [];
   let redis: RedisServer | undefined;
+  const routesFile = join(dir, 'routes.yaml');
   const gatewayEnv = (petService: ServiceProcess) => ({
     PET_SERVICE_ADDR: `127.0.0.1:${petService.port}`,
     API_KEYS_FILE: keysFile,
+    ROUTES_FILE: routesFile,
     REDIS_URL: '',
     BAN_THRESHOLD: '1000000000',
     LOG_LEVEL: 'info',
   });
   try {
+    // The proxied route's upstream: a bare server of its own, so that neither side shares a process.
+    writeFileSync(join(dir, 'upstream-list.json'), UPSTREAM_LIST);
+    const upstream = await startService('bare-server', {
+      BARE_LIST_BODY_FILE: join(dir, 'upstream-list.json'),
+      BARE_CREATED_BODY_FILE: join(dir, 'upstream-list.json'),
+    });
+    processes.push(upstream);
+    writeFileSync(
+      routesFile,
+      `routes:\n  - prefix: ${PROXY_PREFIX}\n    upstream: http://127.0.0.1:${upstream.port}/v1\n    methods: [GET]\n    timeoutMs: 5000\n`,
+    );
     // Pinned empty whatever the caller's environment says: the issue measures the embedded store
     // and the in-memory limiter.
     const petService = await startService('pet-service', { LOG_LEVEL: 'info', MONGODB_URI: '' }, RUNTIME.petService);
@@ -258,6 +277,11 @@ async function main(): Promise<void> {
     const callsBefore = await petServiceCalls(petService.adminPort);
     const reject = await compare('reject GET over the limit (429)', { ...gatewayRead, secret: SECRETS.limited, expect: 429 }, bareRead);
     const rejectedCalls = (await petServiceCalls(petService.adminPort)) - callsBefore;
+    const proxy = await compare(
+      `proxy  GET ${PROXY_PREFIX}/pets?limit=20`,
+      { url: `${gatewayUrl}${PROXY_PREFIX}/pets?limit=20`, secret: SECRETS.bench, expect: 200, processes: { gateway: () => [gateway.child.pid!], upstream: () => [upstream.child.pid!] } },
+      { url: `http://127.0.0.1:${upstream.port}${READ_PATH}`, expect: 200, processes: { upstream: () => [upstream.child.pid!] } },
+    );
     const grpc = await grpcAlone(petService);
     await gateway.stop();
 
@@ -294,6 +318,7 @@ async function main(): Promise<void> {
     console.log(`read ratio       ${ratio(read)}  (target >= 0.5)${cluster === undefined ? '' : `; ${WORKERS} workers: ${ratio(cluster.read)}`}`);
     console.log(`write ratio      ${ratio(write)}  (target >= 0.4)${cluster === undefined ? '' : `; ${WORKERS} workers: ${ratio(cluster.write)}`}`);
     console.log(`rejection ratio  ${ratio(reject)}  (target >= 0.8; 429s per second / bare read per second, same rounds)`);
+    console.log(`proxy ratio      ${ratio(proxy)}  (gateway to a bare upstream / that upstream alone, same rounds)`);
     console.log(`pet service calls during the rejection rounds: ${rejectedCalls} (must be 0)`);
     console.log(`peak RSS during reads: gateway ${peak.gateway.toFixed(0)} MB, pet service ${peak.petService.toFixed(0)} MB (target < 150 MB each)`);
     for (const name of ['gateway', 'petService'] as const) {

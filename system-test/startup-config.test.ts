@@ -34,6 +34,22 @@ describe('startup with bad configuration: one line naming the setting, exit 1', 
     ['gateway', 'API_KEYS_FILE', '/nonexistent/keys.yaml', /^API_KEYS_FILE \/nonexistent\/keys\.yaml: /],
     ['gateway', 'API_KEYS_FILE', keysFile(`keys:\n  - id: acme\n    sha256: ${'a'.repeat(64)}\n    plan: platinum\n`), /^API_KEYS_FILE \S+: key "acme": plan must be one of/],
     ['gateway', 'API_KEYS_FILE', keysFile('keys:\n  - id: acme\n   plan: [free\n'), /^API_KEYS_FILE \S+keys\.yaml: .+ at line 3, column \d+$/],
+    ['gateway', 'ROUTES_FILE', '/nonexistent/routes.yaml', /^ROUTES_FILE \/nonexistent\/routes\.yaml: /],
+    [
+      'gateway',
+      'ROUTES_FILE',
+      keysFile('routes:\n  - prefix: /v1/pets\n    upstream: http://127.0.0.1:9\n    methods: [GET]\n    timeoutMs: 1000\n'),
+      /^ROUTES_FILE \S+: routes\[0\] "\/v1\/pets": would shadow the gateway's own \/v1\/pets$/,
+    ],
+    [
+      'gateway',
+      'ROUTES_FILE',
+      keysFile(
+        'routes:\n  - prefix: /v1/store/carts\n    upstream: http://carts\n    methods: [GET]\n    timeoutMs: 1000\n' +
+          '  - prefix: /v1/store/orders\n    upstream: http://orders:8080\n    methods: [GET]\n    timeoutMs: soon\n',
+      ),
+      /^ROUTES_FILE \S+: routes\[1\] "\/v1\/store\/orders": timeoutMs must be a positive integer$/,
+    ],
     ['pet-service', 'PET_SERVICE_PORT', '99999', /^invalid configuration: PET_SERVICE_PORT: /],
     ['pet-service', 'MONGODB_TIMEOUT_MS', '0', /^invalid configuration: MONGODB_TIMEOUT_MS: /],
     ['pet-service', 'SHUTDOWN_TIMEOUT_MS', '2.5', /^invalid configuration: SHUTDOWN_TIMEOUT_MS: /],

@@ -8,13 +8,15 @@ import { createErrorHandler, type InternalErrorListener, notFound } from './http
 import { createHttpMetrics } from './observability/http-metrics';
 import { MemoryRateLimiter } from './rate-limit/memory-rate-limiter';
 import type { GatewayMetrics } from './observability/metrics';
-import { openApiDocument } from './http/openapi';
+import { openApiDocumentFor } from './http/openapi';
 import type { PetClient } from './pet-service-client/pet-client';
 import { createPetsRouter, methodNotAllowed } from './http/pets-router';
 import { createRateLimitEdge } from './edge/front-door';
 import { DEFAULT_RATE_LIMIT_SETTINGS, type RateLimitSettings } from './rate-limit/rate-limit-policy';
 import type { RateLimiter } from './rate-limit/rate-limiter';
 import { createRequestLogging } from './observability/request-logging';
+import { createProxyRoutes } from './upstream/proxy-route';
+import type { ProxyRoute } from './upstream/routes-file';
 
 /** Express's `trust proxy` setting: whether, or from which hops, X-Forwarded-For is believed. */
 export type TrustProxy = boolean | number | readonly string[];
@@ -37,9 +39,9 @@ export interface AppOptions {
   readonly rateLimits?: RateLimitSettings;
   /** Default false: the client IP is the socket's peer. */
   readonly trustProxy?: TrustProxy;
+  /** Prefixes proxied to HTTP upstreams (ROUTES_FILE); default none. */
+  readonly routes?: readonly ProxyRoute[];
 }
-
-const OPENAPI_JSON = stringify(openApiDocument)!;
 
 /**
  * Builds the public HTTP handler: the rate-limit edge in front of the express app. It does not
@@ -50,6 +52,8 @@ export function createApp(options: AppOptions): RequestListener {
   const logger = options.logger ?? pino({ level: 'silent' });
   const draining = options.draining ?? (() => false);
   const { metrics } = options;
+  const routes = options.routes ?? [];
+  const openApiJson = stringify(openApiDocumentFor(routes))!;
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -64,10 +68,11 @@ export function createApp(options: AppOptions): RequestListener {
   });
 
   app.get('/v1/openapi.json', (_request, response) => {
-    response.type('application/json').send(OPENAPI_JSON);
+    response.type('application/json').send(openApiJson);
   });
   app.all('/v1/openapi.json', methodNotAllowed('GET, HEAD'));
   app.use('/v1', requireApiKey);
+  for (const { prefix, handlers } of createProxyRoutes({ routes, logger })) app.use(prefix, ...handlers);
   app.use(createPetsRouter({ petClient: options.petClient, now }));
   app.use(notFound);
   app.use(createErrorHandler(options.onInternalError ?? ((error) => logger.error({ err: error }, 'internal error'))));

@@ -22,6 +22,8 @@ export interface GatewayConfig {
   readonly petServiceAddress: string;
   readonly petServiceTimeoutMs: number;
   readonly apiKeysFile: string;
+  /** YAML routes proxied to HTTP upstreams; undefined: none. */
+  readonly routesFile: string | undefined;
   /** Unset: counters in this process only. */
   readonly redisUrl: string | undefined;
   readonly redisCommandTimeoutMs: number;
@@ -104,6 +106,7 @@ function environmentSpec(defaultKeysFile: string) {
     PET_SERVICE_ADDR: str({ default: 'localhost:50051', desc: 'gRPC target of the pet service' }),
     PET_SERVICE_TIMEOUT_MS: num({ default: 2000, desc: 'Deadline of every call to the pet service' }),
     API_KEYS_FILE: str({ default: defaultKeysFile, desc: 'YAML or JSON keys file' }),
+    ROUTES_FILE: str({ default: '', desc: 'YAML routes proxied to HTTP upstreams (docs/routes.md); empty: none' }),
     REDIS_URL: redisUrl({ default: '', desc: 'Shared rate-limit counters; empty keeps them in this process' }),
     REDIS_COMMAND_TIMEOUT_MS: positiveInteger({ default: 200, desc: 'Longest wait for Redis before a request falls back' }),
     REDIS_STARTUP_WAIT_MS: num({ default: 3000, desc: 'Longest startup wait for Redis; then serve with the fallback' }),
@@ -165,6 +168,7 @@ export function parseConfig(
     petServiceAddress: parsed.PET_SERVICE_ADDR,
     petServiceTimeoutMs: parsed.PET_SERVICE_TIMEOUT_MS,
     apiKeysFile: parsed.API_KEYS_FILE,
+    routesFile: parsed.ROUTES_FILE === '' ? undefined : parsed.ROUTES_FILE,
     redisUrl: parsed.REDIS_URL === '' ? undefined : parsed.REDIS_URL,
     redisCommandTimeoutMs: parsed.REDIS_COMMAND_TIMEOUT_MS,
     redisStartupWaitMs: parsed.REDIS_STARTUP_WAIT_MS,

@@ -19,15 +19,18 @@ import { petServiceHealthCheck, type ReadinessCheck } from './pet-service-client
 import { connectRedis, waitUntilReady } from './rate-limit/redis-connection';
 import { RedisRateLimiter } from './rate-limit/redis-rate-limiter';
 import { startWorkerPool } from './cluster/worker-pool';
+import { loadRoutesFile, type ProxyRoute } from './upstream/routes-file';
+import { upstreamChecks } from './upstream/upstream-readiness';
 
 /** How long the primary waits for a worker's metrics before leaving it out of a scrape. */
 const WORKER_METRICS_TIMEOUT_MS = 1000;
 const DEMO_KEYS_FILE = join(__dirname, '..', 'config', 'demo-keys.yaml');
 
-function loadSettings(): { config: GatewayConfig; apiKeys: ApiKeyStore } {
+function loadSettings(): { config: GatewayConfig; apiKeys: ApiKeyStore; routes: readonly ProxyRoute[] } {
   try {
     const config = parseConfig(process.env, DEMO_KEYS_FILE);
-    return { config, apiKeys: ApiKeyStore.load(config.apiKeysFile) };
+    const routes = config.routesFile === undefined ? [] : loadRoutesFile(config.routesFile);
+    return { config, apiKeys: ApiKeyStore.load(config.apiKeysFile), routes };
   } catch (error) {
     console.error((error as Error).message);
     process.exit(1);
@@ -72,7 +75,7 @@ type Settings = ReturnType<typeof loadSettings>;
  * One process serving both ports; or, as a cluster worker (GATEWAY_WORKERS > 1), the public port
  * only, with its metrics collected by the primary.
  */
-async function serve({ config, apiKeys: initialKeys }: Settings, logger: Logger): Promise<void> {
+async function serve({ config, apiKeys: initialKeys, routes }: Settings, logger: Logger): Promise<void> {
   const metrics = createMetrics();
   if (cluster.isWorker) answerMetricsRequests(metrics.registry);
   // Every process that serves requests follows the keys file itself; a worker gets SIGHUP from the primary.
@@ -93,6 +96,7 @@ async function serve({ config, apiKeys: initialKeys }: Settings, logger: Logger)
       ban: { threshold: config.banThreshold, seconds: config.banSeconds },
     },
     trustProxy: config.trustProxy,
+    routes,
   });
   const publicServer = await listen(app, config.host, config.port, config.connectionLimits);
   let adminServer: ListeningServer | undefined;
@@ -100,6 +104,7 @@ async function serve({ config, apiKeys: initialKeys }: Settings, logger: Logger)
     logger.info({ port: publicServer.port }, 'gateway worker serving');
   } else {
     adminServer = await listenAdmin(config, logger, publicServer.port, {
+      routes,
       registry: metrics.registry,
       petClient,
       limiter: { limiter, redisCheck },
@@ -128,6 +133,8 @@ async function serve({ config, apiKeys: initialKeys }: Settings, logger: Logger)
 }
 
 interface AdminParts {
+  /** Each route's upstream is reported by /readyz, without deciding readiness. */
+  readonly routes: readonly ProxyRoute[];
   readonly registry: AdminAppOptions['registry'];
   readonly petClient: PetClient;
   readonly limiter: Limiter;
@@ -142,7 +149,7 @@ async function listenAdmin(config: GatewayConfig, logger: Logger, port: number, 
   const admin = createAdminApp({
     registry: parts.registry,
     readinessChecks: { petService: petServiceHealthCheck(parts.petClient.channel, config.petServiceTimeoutMs), ...parts.moreChecks },
-    reportedChecks: redisCheck === undefined ? {} : { redis: redisCheck },
+    reportedChecks: { ...(redisCheck === undefined ? {} : { redis: redisCheck }), ...upstreamChecks(parts.routes) },
     draining: parts.draining,
     limiter,
     adminToken: config.adminToken,
@@ -168,7 +175,7 @@ async function listenAdmin(config: GatewayConfig, logger: Logger, port: number, 
  * worker serving, and ban lifts in the shared Redis store. It handles no public request; it passes
  * SIGHUP (reload the keys file) on to the workers.
  */
-async function supervise({ config }: Settings, logger: Logger): Promise<void> {
+async function supervise({ config, routes }: Settings, logger: Logger): Promise<void> {
   const pool = startWorkerPool({ count: config.workers, logger });
   // Only workers that listen have their own SIGHUP handler; one still starting reads the file anyway.
   process.on('SIGHUP', () => {
@@ -180,6 +187,7 @@ async function supervise({ config }: Settings, logger: Logger): Promise<void> {
   const [port, { limiter, redisCheck }] = await Promise.all([pool.listening, createLimiter(config, logger)]);
   let draining = false;
   const adminServer = await listenAdmin(config, logger, port, {
+    routes,
     registry: {
       contentType: Registry.PROMETHEUS_CONTENT_TYPE,
       metrics: () => collectWorkerMetrics(pool.serving(), WORKER_METRICS_TIMEOUT_MS),

@@ -2,9 +2,11 @@ import Ajv, { type ValidateFunction } from 'ajv';
 import { expect } from 'chai';
 import { compileComponentSchema } from '../../gateway/src/http/json-schema';
 import { parseJsonLosslessly } from '../../gateway/src/http/lossless-json';
-import { openApiDocument, RATE_LIMIT_HEADERS, type schemas } from '../../gateway/src/http/openapi';
+import { openApiDocument, PROXIED_PREFIX, RATE_LIMIT_HEADERS, type schemas } from '../../gateway/src/http/openapi';
 
 type PathTemplate = keyof typeof openApiDocument.paths;
+/** The served document: {@link openApiDocument}, with any proxied routes (`openApiDocumentFor`). */
+type Document = { paths: object };
 
 interface DocumentedHeader {
   schema: object & { type?: string };
@@ -31,10 +33,16 @@ export interface ReceivedResponse {
  * and a JSON body valid against its schema (none for HEAD). Every integration test response goes
  * through here, so the served document and the behaviour cannot drift apart.
  */
-export function expectMatchesContract(method: 'get' | 'post' | 'head', path: PathTemplate, response: ReceivedResponse): unknown {
-  const operation = (openApiDocument.paths[path] as Operations)[method === 'head' ? 'get' : method];
+export function expectMatchesContract(
+  method: string,
+  path: PathTemplate | string,
+  response: ReceivedResponse,
+  document: Document = openApiDocument,
+): unknown {
+  const operation = ((document.paths as Record<string, Operations>)[path] ?? {})[method === 'head' ? 'get' : method];
   expect(operation, `${method} ${path} is documented`).to.not.equal(undefined);
-  const documented = operation!.responses[String(response.status)];
+  // `default`: a proxied route's upstream answering with a status of its own.
+  const documented = operation!.responses[String(response.status)] ?? operation!.responses.default;
   expect(documented, `${method} ${path} documents status ${response.status}`).to.not.equal(undefined);
   return expectDocumented(`${method} ${path} ${response.status}`, documented!, response, method !== 'head');
 }
@@ -43,10 +51,10 @@ export function expectMatchesContract(method: 'get' | 'post' | 'head', path: Pat
  * `fetch`, then {@link expectWithinContract} on the response. Resolves to an unread copy of the
  * response, so callers read the body as usual.
  */
-export async function fetchWithinContract(url: string, init: RequestInit = {}): Promise<Response> {
+export async function fetchWithinContract(url: string, init: RequestInit = {}, document: Document = openApiDocument): Promise<Response> {
   const response = await fetch(url, init);
   const text = await response.text();
-  expectWithinContract(init.method ?? 'GET', url, { status: response.status, headers: response.headers, text });
+  expectWithinContract(init.method ?? 'GET', url, { status: response.status, headers: response.headers, text }, document);
   return new Response(text === '' ? null : text, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 
@@ -58,7 +66,7 @@ export async function fetchWithinContract(url: string, init: RequestInit = {}): 
  * carries: the Error body, the rate-limit fields, and the status's own header (Allow on a 405,
  * WWW-Authenticate on a 401, Retry-After on a 429).
  */
-export function expectWithinContract(method: string, url: string, response: ReceivedResponse): unknown {
+export function expectWithinContract(method: string, url: string, response: ReceivedResponse, document: Document = openApiDocument): unknown {
   const { pathname } = new URL(url);
   if (!/^\/v1(?:\/|$)/i.test(pathname)) return undefined;
   const verb = method.toLowerCase();
@@ -70,6 +78,13 @@ export function expectWithinContract(method: string, url: string, response: Rece
     }
     return expectRefusal(at, [405, 429], response);
   }
+  const proxied = proxiedTemplateOf(document, pathname);
+  if (proxied !== undefined) {
+    const operations = (document.paths as Record<string, Operations>)[proxied]!;
+    // A plan the route does not list is refused before the method is looked at.
+    if (operations[verb === 'head' ? 'get' : verb] === undefined) return expectRefusal(at, [401, 403, 405, 429], response);
+    return expectMatchesContract(verb, proxied, response, document);
+  }
   const template = templateOf(pathname);
   if (template === undefined) return expectRefusal(at, [401, 404, 429], response);
   const operations = openApiDocument.paths[template] as Operations;
@@ -77,7 +92,19 @@ export function expectWithinContract(method: string, url: string, response: Rece
     // The router decodes a path parameter before it looks at the method.
     return expectRefusal(at, [400, 401, 405, 429], response);
   }
-  return expectMatchesContract(verb as 'get' | 'post' | 'head', template, response);
+  return expectMatchesContract(verb, template, response);
+}
+
+/** The path item of a proxied route that serves `pathname`: its prefix, or `{rest}` below it. */
+function proxiedTemplateOf(document: Document, pathname: string): string | undefined {
+  for (const [template, item] of Object.entries(document.paths as Record<string, Record<string, unknown>>)) {
+    const prefix = item[PROXIED_PREFIX];
+    if (typeof prefix !== 'string' || template.endsWith('/{rest}')) continue;
+    const path = pathname.toLowerCase();
+    if (path === prefix.toLowerCase() || path === `${prefix.toLowerCase()}/`) return template;
+    if (path.startsWith(`${prefix.toLowerCase()}/`)) return `${template}/{rest}`;
+  }
+  return undefined;
 }
 
 // Express matches paths case-insensitively and ignores a trailing slash.

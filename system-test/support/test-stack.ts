@@ -8,6 +8,8 @@ import { createApp } from '../../gateway/src/app';
 import { listen } from '../../gateway/src/http/http-server';
 import type { GatewayMetrics } from '../../gateway/src/observability/metrics';
 import { createPetClient, type PetClient } from '../../gateway/src/pet-service-client/pet-client';
+import type { ProxyRoute } from '../../gateway/src/upstream/routes-file';
+import type { TrustProxy } from '../../gateway/src/config';
 
 /** Secrets of the keys every test stack knows, by plan; `enterprise` has limits no test reaches. */
 export const TEST_KEYS = { free: 'test-free-secret', pro: 'test-pro-secret', enterprise: 'test-enterprise-secret' } as const;
@@ -31,6 +33,10 @@ export interface TestStackOptions {
   readonly metrics?: GatewayMetrics;
   /** The gateway's keys; default {@link TEST_KEYS}. */
   readonly apiKeys?: ApiKeyDirectory;
+  /** Prefixes the gateway proxies to HTTP upstreams; default none. */
+  readonly routes?: readonly ProxyRoute[];
+  readonly trustProxy?: TrustProxy;
+  readonly draining?: () => boolean;
 }
 
 /** A real pet service and a real gateway, each on port 0, wired over gRPC. */
@@ -55,7 +61,16 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     })),
   });
   let now = Date.now();
-  const app = createApp({ petClient, apiKeys, now: () => now, logger: options.logger, metrics: options.metrics });
+  const app = createApp({
+    petClient,
+    apiKeys,
+    now: () => now,
+    logger: options.logger,
+    metrics: options.metrics,
+    routes: options.routes,
+    trustProxy: options.trustProxy,
+    draining: options.draining,
+  });
   const { server, port } = await listen(app, '127.0.0.1', 0);
   return {
     baseUrl: `http://127.0.0.1:${port}`,

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
 import { checksumMatches, hasIssuedPrefix, KEY_ENVIRONMENTS } from '../keys/api-key-secret';
+import { parseYamlText } from '../config-file';
 import { type Limits, PLAN_LIMITS, PLAN_NAMES, type PlanName } from '../rate-limit/plans';
 
 /** A known API key, as the rest of the gateway sees it: never the secret itself. */
@@ -89,16 +89,7 @@ export class ApiKeyStore {
   /** {@link ApiKeyStore.load} for text already read from `path`. */
   static parse(text: string, path: string): ApiKeyStore {
     const source = `API_KEYS_FILE ${path}`;
-    let document: unknown;
-    try {
-      document = parseYaml(text);
-    } catch (error) {
-      // yaml appends a code frame to the first line ("... at line 3, column 1:"), which would
-      // break the one-line startup message; the first line alone still says where.
-      const firstLine = (error as Error).message.split('\n', 1)[0]!.replace(/:$/, '');
-      throw new Error(`${source}: ${firstLine}`, { cause: error });
-    }
-    return ApiKeyStore.fromDocument(document, source, sha256Hex(text));
+    return ApiKeyStore.fromDocument(parseYamlText(text, source), source, sha256Hex(text));
   }
 
   static fromDocument(document: unknown, source = 'keys file', fileSha256?: string): ApiKeyStore {

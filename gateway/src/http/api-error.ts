@@ -16,6 +16,7 @@ export const ERROR_CODES = [
   'api_key_banned',
   'internal',
   'service_unavailable',
+  'bad_gateway',
   'gateway_timeout',
 ] as const;
 

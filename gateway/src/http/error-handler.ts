@@ -1,5 +1,5 @@
 import type { Metadata } from '@grpc/grpc-js';
-import type { ErrorRequestHandler, RequestHandler } from 'express';
+import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
 import { ApiError } from './api-error';
 import { grpcStatusToHttp } from './grpc-status-to-http';
 
@@ -20,13 +20,21 @@ export function createErrorHandler(onInternal: InternalErrorListener): ErrorRequ
   return (error: unknown, request, response, _next) => {
     const apiError = toApiError(error);
     if (apiError.code === 'internal') onInternal(error);
-    if (response.headersSent) {
-      response.destroy();
-      return;
-    }
-    if (!request.complete) response.set('Connection', 'close');
-    response.status(apiError.status).set(apiError.headers).type('application/json').send(apiError.toJson());
+    sendApiError(request, response, apiError);
   };
+}
+
+/**
+ * Answers with the Error body, closing the connection afterwards when the request's body has not
+ * all arrived. A response whose head has already gone out can only be cut off.
+ */
+export function sendApiError(request: Request, response: Response, apiError: ApiError): void {
+  if (response.headersSent) {
+    response.destroy();
+    return;
+  }
+  if (!request.complete) response.set('Connection', 'close');
+  response.status(apiError.status).set(apiError.headers).type('application/json').send(apiError.toJson());
 }
 
 // body-parser and express raise http-errors with `status` and, for body problems, `type`.

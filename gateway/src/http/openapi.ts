@@ -7,6 +7,7 @@ import {
   NAME_MIN_CHARACTERS,
 } from '@petstore/proto';
 import { ERROR_CODES } from './api-error';
+import type { ProxyRoute } from '../upstream/routes-file';
 
 /**
  * The OpenAPI 3.1 document for the public contract, served at `GET /v1/openapi.json`.
@@ -128,7 +129,8 @@ const RETRY_AFTER = {
  */
 function withRateLimitHeaders<Paths extends object>(paths: Paths): Paths {
   for (const operations of Object.values(paths) as Record<string, { responses: Record<string, { headers?: object }> }>[]) {
-    for (const operation of Object.values(operations)) {
+    for (const [method, operation] of Object.entries(operations)) {
+      if (method.startsWith('x-')) continue;
       for (const [status, response] of Object.entries(operation.responses)) {
         const rateLimit = Object.fromEntries(
           Object.entries(RATE_LIMIT_HEADERS).map(([name, header]) => [name, { ...header, required: status !== '500' }]),
@@ -265,3 +267,61 @@ export const openApiDocument = {
     securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key.' } },
   },
 };
+
+/** Where a proxied path item says which configured prefix it stands for. */
+export const PROXIED_PREFIX = 'x-proxied-prefix';
+
+/**
+ * The OpenAPI document with each configured route as generic operations: its prefix, and any path
+ * below it as `{rest}`, for each allowed method (HEAD with GET), under the same bearer security.
+ * The documented statuses are the gateway's own answers, with the Error body; everything else is
+ * the upstream's, passed through unchanged (`default`).
+ */
+export function openApiDocumentFor(routes: readonly ProxyRoute[]): typeof openApiDocument {
+  if (routes.length === 0) return openApiDocument;
+  const paths: Record<string, object> = {};
+  for (const route of routes) {
+    const path = route.prefix.slice('/v1'.length);
+    paths[path] = proxiedPathItem(route, false);
+    paths[`${path}/{rest}`] = proxiedPathItem(route, true);
+  }
+  return { ...openApiDocument, paths: { ...openApiDocument.paths, ...withRateLimitHeaders(paths) } };
+}
+
+function proxiedPathItem(route: ProxyRoute, below: boolean): object {
+  const name = route.prefix.slice('/v1/'.length).replace(/[^A-Za-z0-9]+(.)?/g, (_match, next: string | undefined) => (next ?? '').toUpperCase());
+  const item: Record<string, unknown> = { [PROXIED_PREFIX]: route.prefix };
+  for (const method of route.methods) {
+    if (method === 'HEAD' && route.methods.includes('GET')) continue;
+    item[method.toLowerCase()] = {
+      operationId: `${name}${below ? 'Below' : ''}${method[0]}${method.slice(1).toLowerCase()}`,
+      summary: `Proxied to an HTTP service behind the gateway${below ? ' (any path below the prefix)' : ''}.`,
+      description:
+        'The request goes to the upstream without `Authorization`, with `X-Api-Key-Id`, `X-Plan`, `X-Request-Id` and ' +
+        '`X-Forwarded-*`; its response, errors included, comes back unchanged. The statuses listed are the ' +
+        "gateway's own answers; the upstream's other responses fall under `default`." +
+        (route.methods.includes('GET') ? ' HEAD is answered wherever GET is.' : ''),
+      parameters: below
+        ? [{ name: 'rest', in: 'path', required: true, description: 'The rest of the path; may contain `/`.', schema: { type: 'string' } }]
+        : [],
+      ...(['POST', 'PUT', 'PATCH'].includes(method) ? { requestBody: { required: false, content: { '*/*': { schema: {} } } } } : {}),
+      responses: proxiedResponses(route),
+    };
+  }
+  return item;
+}
+
+function proxiedResponses(route: ProxyRoute): Record<string, object> {
+  return {
+    default: { description: "The upstream's response, passed through unchanged." },
+    '400': error('Transfer-Encoding other than chunked, or a body of unknown length on DELETE or OPTIONS.', ['invalid_request']),
+    '401': commonErrors['401'],
+    ...(route.plans === undefined ? {} : { '403': error(`The key's plan may not use this route; allowed: ${route.plans.join(', ')}.`, ['forbidden']) }),
+    '405': commonErrors['405'],
+    ...(route.bodyLimitBytes === undefined ? {} : { '413': error(`Body over ${route.bodyLimitBytes} bytes.`, ['payload_too_large']) }),
+    '429': error('Over the rate limit, or the key is temporarily banned.', ['rate_limited', 'api_key_banned']),
+    '500': commonErrors['500'],
+    '502': error('The upstream refused the connection, or failed before its response began.', ['bad_gateway']),
+    '504': error(`The upstream was silent for ${route.timeoutMs} ms.`, ['gateway_timeout']),
+  };
+}

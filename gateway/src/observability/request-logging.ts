@@ -4,10 +4,21 @@ import type { Request, RequestHandler, Response } from 'express';
 import { REQUEST_ID_PATTERN } from '@petstore/proto';
 import type { Logger } from 'pino';
 
-/** The route template a request matched (`/v1/pets/:petId`), or `unmatched`; bounded for labels. */
+const ROUTE_LABEL = Symbol('route label');
+
+/**
+ * The route template a request matched (`/v1/pets/:petId`), the label {@link labelRoute} gave it,
+ * or `unmatched`; bounded for labels.
+ */
 export function routeOf(request: IncomingMessage): string {
   const { route } = request as Partial<Request>;
-  return route === undefined ? 'unmatched' : String(route.path);
+  if (route !== undefined) return String(route.path);
+  return (request as { [ROUTE_LABEL]?: string })[ROUTE_LABEL] ?? 'unmatched';
+}
+
+/** Names the route of a request that no express route matches, such as a proxied prefix. */
+export function labelRoute(request: IncomingMessage, label: string): void {
+  (request as { [ROUTE_LABEL]?: string })[ROUTE_LABEL] = label;
 }
 
 /**

@@ -11,6 +11,11 @@ describe('gateway config', () => {
     });
   });
 
+  it('reads ROUTES_FILE, empty meaning no proxied routes', () => {
+    expect(parseConfig({}, 'k')).to.include({ routesFile: undefined });
+    expect(parseConfig({ ROUTES_FILE: '/etc/gateway/routes.yaml' }, 'k')).to.include({ routesFile: '/etc/gateway/routes.yaml' });
+  });
+
   it('names each bad variable', () => {
     expect(() => parseConfig({ PORT: '-1' }, 'k')).to.throw(/PORT/);
     expect(() => parseConfig({ PET_SERVICE_TIMEOUT_MS: 'soon' }, 'k')).to.throw(/PET_SERVICE_TIMEOUT_MS/);

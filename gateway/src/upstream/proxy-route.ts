@@ -1,0 +1,168 @@
+import { Agent, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { pipeline } from 'node:stream';
+import type { Request, RequestHandler, Response } from 'express';
+import { createProxyMiddleware, type Plugin, proxyEventsPlugin } from 'http-proxy-middleware';
+import type { Logger } from 'pino';
+import { identifiedKey } from '../edge/authenticate';
+import { ApiError } from '../http/api-error';
+import { sendApiError } from '../http/error-handler';
+import { labelRoute, requestIdOf } from '../observability/request-logging';
+import { BodyLimit } from './body-limit';
+import { forwardHeaders } from './forwarded-headers';
+import { connectionOptions, isHopByHop } from './hop-by-hop';
+import type { ProxyRoute } from './routes-file';
+import { upstreamFailureToHttp } from './upstream-failure';
+
+/** Connections open to one upstream at most; requests beyond wait for one to free up. */
+export const MAX_UPSTREAM_SOCKETS = 64;
+/** Idle pooled connections close after this: before Node's default 5 s keep-alive timeout upstream. */
+const IDLE_SOCKET_MS = 4000;
+const CHUNKED = /^\s*chunked\s*$/i;
+
+export interface ProxyRoutesOptions {
+  readonly routes: readonly ProxyRoute[];
+  readonly logger: Logger;
+}
+
+/** One configured prefix: where express mounts it, and its handlers. */
+export interface MountedRoute {
+  readonly prefix: string;
+  readonly handlers: readonly RequestHandler[];
+}
+
+/**
+ * The handlers of every configured route, mounted after authentication: admission (plan, method,
+ * declared body size), then http-proxy-middleware to the upstream, over a keep-alive agent per
+ * upstream (host and port) with at most {@link MAX_UPSTREAM_SOCKETS} connections.
+ */
+export function createProxyRoutes({ routes, logger }: ProxyRoutesOptions): MountedRoute[] {
+  const agents = new Map<string, Agent>();
+  return routes.map((route) => {
+    let agent = agents.get(route.upstream.host);
+    if (agent === undefined) {
+      agent = new Agent({ keepAlive: true, maxSockets: MAX_UPSTREAM_SOCKETS, maxFreeSockets: MAX_UPSTREAM_SOCKETS, timeout: IDLE_SOCKET_MS });
+      agents.set(route.upstream.host, agent);
+    }
+    return { prefix: route.prefix, handlers: [admission(route), proxy(route, agent, logger)] };
+  });
+}
+
+/**
+ * Refuses, before the upstream is contacted, what the route does not take: a plan it does not
+ * list (403), a method it does not allow (405), a declared body over its limit (413), and a body
+ * framing http-proxy would forward wrongly (400). Then shapes the headers the upstream receives.
+ */
+function admission(route: ProxyRoute): RequestHandler {
+  const allow = route.methods.join(', ');
+  const forbidden = new ApiError(403, 'forbidden', `this API key's plan may not use ${route.prefix}`);
+  const notAllowed = new ApiError(405, 'method_not_allowed', `method not allowed; allowed: ${allow}`, { Allow: allow });
+  const tooLarge = tooLargeError(route);
+  return (request, response, next) => {
+    labelRoute(request, route.prefix);
+    const caller = identifiedKey(response.locals)!;
+    if (route.plans !== undefined && !route.plans.includes(caller.plan)) throw forbidden;
+    if (!route.methods.includes(request.method)) throw notAllowed;
+    if (tooLarge !== undefined && Number(request.headers['content-length'] ?? 0) > route.bodyLimitBytes!) throw tooLarge;
+    const framing = request.headers['transfer-encoding'];
+    // http-proxy gives a DELETE or OPTIONS without Content-Length a `Content-Length: 0` head and
+    // then still pipes the body after it: the upstream would read those bytes as another request.
+    if (framing !== undefined && (!CHUNKED.test(framing) || request.method === 'DELETE' || request.method === 'OPTIONS')) {
+      throw ApiError.invalid('Transfer-Encoding', 'only chunked, and not on DELETE or OPTIONS');
+    }
+    forwardHeaders(request, caller, requestIdOf(response));
+    next();
+  };
+}
+
+function tooLargeError(route: ProxyRoute): ApiError | undefined {
+  return route.bodyLimitBytes === undefined
+    ? undefined
+    : new ApiError(413, 'payload_too_large', `body: larger than ${route.bodyLimitBytes} bytes`);
+}
+
+/**
+ * http-proxy-middleware does the proxying: the upstream URL and path, the agent, piping the body,
+ * `proxyTimeout` (the upstream socket's idle time), and aborting the upstream request when the
+ * client aborts its upload. Its default plugins are ejected: they log through their own logger,
+ * answer errors with text, and build a URL per response just to log it.
+ *
+ * Three things it cannot do are done here, each shown by a test in proxy-routes.test.ts:
+ * - the response is relayed by hand (`selfHandleResponse`), because its outgoing passes copy
+ *   every upstream header over the gateway's own (rate-limit headers included), hop-by-hop
+ *   fields too, and then set `Connection` from the client's request, which would also undo
+ *   `Connection: close` while draining;
+ * - a client that leaves while the upstream has not answered yet aborts the upstream request
+ *   (http-proxy only listens for an aborted upload);
+ * - a body of unknown length is counted on its way, through a pass inserted before http-proxy's
+ *   `stream` pass: the `buffer` option is one stream for every request, and no other hook sees the
+ *   body before it is piped.
+ */
+function proxy(route: ProxyRoute, agent: Agent, logger: Logger): RequestHandler {
+  // proxyTimeout aborts the request, which then fails like a reset one: this tells them apart.
+  const timedOut = new WeakSet<IncomingMessage>();
+  const tooLarge = tooLargeError(route);
+  const plugins: Plugin[] = [proxyEventsPlugin];
+  if (tooLarge !== undefined) plugins.push(limitBody(route.bodyLimitBytes!, tooLarge));
+
+  const watch = (proxyReq: ClientRequest, request: IncomingMessage, response: ServerResponse): void => {
+    proxyReq.once('timeout', () => timedOut.add(request));
+    if (response.writableEnded || response.destroyed) {
+      proxyReq.destroy();
+      return;
+    }
+    response.once('close', () => {
+      if ((proxyReq as ClientRequest & { res?: IncomingMessage }).res?.complete !== true) proxyReq.destroy();
+    });
+  };
+
+  const relay = (proxyRes: IncomingMessage, _request: IncomingMessage, response: ServerResponse): void => {
+    if (response.headersSent) {
+      // The gateway has answered already (a body over the limit).
+      proxyRes.destroy();
+      return;
+    }
+    response.statusCode = proxyRes.statusCode!;
+    response.statusMessage = proxyRes.statusMessage ?? '';
+    const connection = connectionOptions(proxyRes.headers);
+    for (const name in proxyRes.headers) {
+      // The gateway's own headers (rate limits, request id, Connection) win.
+      if (isHopByHop(name, connection) || response.hasHeader(name)) continue;
+      response.setHeader(name, proxyRes.headers[name]!);
+    }
+    pipeline(proxyRes, response, (error) => {
+      if (error !== undefined) logger.warn({ err: error, route: route.prefix, requestId: requestIdOf(response as Response) }, 'proxied response cut off');
+    });
+  };
+
+  const fail = (error: Error, request: IncomingMessage, response: unknown): void => {
+    const answer = response as Response;
+    if (answer.writableEnded) return;
+    logger.warn({ err: error, route: route.prefix, requestId: requestIdOf(answer) }, 'upstream request failed');
+    sendApiError(request as Request, answer, upstreamFailureToHttp(timedOut.has(request) ? 'timeout' : 'failed'));
+  };
+
+  return createProxyMiddleware({
+    target: route.upstream.href,
+    agent,
+    changeOrigin: true,
+    proxyTimeout: route.timeoutMs,
+    selfHandleResponse: true,
+    ejectPlugins: true,
+    plugins,
+    on: { proxyReq: watch, proxyRes: relay, error: fail },
+  }) as unknown as RequestHandler;
+}
+
+interface PassHost {
+  before(type: 'web', passName: 'stream', pass: (request: Request, response: Response, options: { buffer?: NodeJS.ReadableStream }) => void): void;
+}
+
+/** Pipes a body of unknown length through a {@link BodyLimit}; a Content-Length was checked on arrival. */
+function limitBody(limit: number, tooLarge: ApiError): Plugin {
+  return (proxyServer) => {
+    (proxyServer as unknown as PassHost).before('web', 'stream', (request, response, options) => {
+      if (request.headers['transfer-encoding'] === undefined) return;
+      options.buffer = request.pipe(new BodyLimit(limit, () => sendApiError(request, response, tooLarge)));
+    });
+  };
+}
