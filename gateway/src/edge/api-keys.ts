@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { checksumMatches, hasIssuedPrefix, KEY_ENVIRONMENTS } from '../keys/api-key-secret';
+import { checksumMatches, hasIssuedPrefix, KEY_ENVIRONMENTS } from './api-key-secret';
 import { parseYamlText } from '../config-file';
 import { type Limits, PLAN_LIMITS, PLAN_NAMES, type PlanName } from '../rate-limit/plans';
 

@@ -7,7 +7,6 @@ import {
   NAME_MIN_CHARACTERS,
 } from '@petstore/proto';
 import { ERROR_CODES } from './api-error';
-import type { ProxyRoute } from '../upstream/routes-file';
 
 /**
  * The OpenAPI 3.1 document for the public contract, served at `GET /v1/openapi.json`.
@@ -272,12 +271,24 @@ export const openApiDocument = {
 export const PROXIED_PREFIX = 'x-proxied-prefix';
 
 /**
+ * What the document says of a proxied route: the fields of `upstream/routes-file.ts`'s ProxyRoute
+ * that it shows, declared here so that this layer does not import the one above it.
+ */
+export interface DocumentedRoute {
+  readonly prefix: string;
+  readonly methods: readonly string[];
+  readonly timeoutMs: number;
+  readonly bodyLimitBytes: number | undefined;
+  readonly plans: readonly string[] | undefined;
+}
+
+/**
  * The OpenAPI document with each configured route as generic operations: its prefix, and any path
  * below it as `{rest}`, for each allowed method (HEAD with GET), under the same bearer security.
  * The documented statuses are the gateway's own answers, with the Error body; everything else is
  * the upstream's, passed through unchanged (`default`).
  */
-export function openApiDocumentFor(routes: readonly ProxyRoute[]): typeof openApiDocument {
+export function openApiDocumentFor(routes: readonly DocumentedRoute[]): typeof openApiDocument {
   if (routes.length === 0) return openApiDocument;
   const paths: Record<string, object> = {};
   for (const route of routes) {
@@ -288,7 +299,7 @@ export function openApiDocumentFor(routes: readonly ProxyRoute[]): typeof openAp
   return { ...openApiDocument, paths: { ...openApiDocument.paths, ...withRateLimitHeaders(paths) } };
 }
 
-function proxiedPathItem(route: ProxyRoute, below: boolean): object {
+function proxiedPathItem(route: DocumentedRoute, below: boolean): object {
   const name = route.prefix.slice('/v1/'.length).replace(/[^A-Za-z0-9]+(.)?/g, (_match, next: string | undefined) => (next ?? '').toUpperCase());
   const item: Record<string, unknown> = { [PROXIED_PREFIX]: route.prefix };
   for (const method of route.methods) {
@@ -311,7 +322,7 @@ function proxiedPathItem(route: ProxyRoute, below: boolean): object {
   return item;
 }
 
-function proxiedResponses(route: ProxyRoute): Record<string, object> {
+function proxiedResponses(route: DocumentedRoute): Record<string, object> {
   return {
     default: { description: "The upstream's response, passed through unchanged." },
     '400': error('Transfer-Encoding other than chunked, or a body of unknown length on DELETE or OPTIONS.', ['invalid_request']),

@@ -2,7 +2,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { type Document, isMap, isSeq, type YAMLMap, type YAMLSeq } from 'yaml';
 import { ApiKeyStore, KEY_ID, type KeyRecord, parseIsoTime, sha256Hex } from '../edge/api-keys';
 import { PLAN_NAMES, type PlanName } from '../rate-limit/plans';
-import { generateSecret, KEY_ENVIRONMENTS, type KeyEnvironment, lastFour } from './api-key-secret';
+import { generateSecret, KEY_ENVIRONMENTS, type KeyEnvironment, lastFour } from '../edge/api-key-secret';
 import { editKeysFile, RejectedEditError } from './keys-file-editor';
 
 /** What the keys CLI works with; `keys-main.ts` wires it to the process. */

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { type ApiKey, ApiKeyStore, type KeyRefusal, sha256Hex } from '../../../src/edge/api-keys';
-import { generateSecret } from '../../../src/keys/api-key-secret';
+import { generateSecret } from '../../../src/edge/api-key-secret';
 
 const digest = (secret: string) => sha256Hex(secret);
 const NOW = Date.parse('2030-06-01T12:00:00Z');
