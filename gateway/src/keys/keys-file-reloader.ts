@@ -1,4 +1,4 @@
-import { type FSWatcher, readFileSync, type StatsListener, unwatchFile, watch, watchFile } from 'node:fs';
+import { type FSWatcher, readFileSync, watch } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import { type ApiKey, type ApiKeyDirectory, ApiKeyStore, type KeyRefusal, sha256Hex } from '../edge/api-keys';
@@ -24,7 +24,7 @@ export interface KeysFileReloaderOptions {
   readonly initial: ApiKeyStore;
   readonly logger: Logger;
   readonly metrics?: Pick<GatewayMetrics, 'apiKeysLoaded' | 'apiKeysReloads' | 'apiKeysLastReloadSuccess'>;
-  /** How often the file's status is polled as well (see below). */
+  /** How often the file is read as well (see below). */
   readonly pollIntervalMs?: number;
   /** Changes seen within this long are read once, so a file being written is not read half done. */
   readonly settleMs?: number;
@@ -40,8 +40,11 @@ export interface KeysFileReloaderOptions {
  *   after which it never fires again. In the directory, both show up as entries renamed
  *   (`..data` is swapped for a symlink to a new timestamped directory), and an edit in place as a
  *   child modified;
- * - a poll of the path's status (`fs.watchFile`, which follows symlinks), for what inotify cannot
- *   see: network file systems, or a path that is a symlink into another directory.
+ * - a read of the path every `pollIntervalMs` (2 s), for what inotify cannot see: network file
+ *   systems, or a path that is a symlink into another directory. It compares content with the
+ *   content last read, so it cannot miss a change made before its first tick (`fs.watchFile`
+ *   could: its first status, the one it compares against, is taken later, asynchronously). The
+ *   file is small; reading and hashing it every 2 s costs next to nothing.
  *
  * Either one only prompts a read: the content is hashed, and only new content is parsed, so the
  * two never reload the same change twice. `reload()` is for SIGHUP.
@@ -102,8 +105,7 @@ export function createKeysFileReloader(options: KeysFileReloaderOptions): KeysFi
   } catch (error) {
     logger.warn({ err: error }, 'cannot watch the keys file directory; polling only');
   }
-  const poll: StatsListener = soon('poll');
-  watchFile(path, { persistent: false, interval: pollIntervalMs }, poll);
+  const poller = setInterval(soon('poll'), pollIntervalMs).unref();
 
   return {
     current: () => store,
@@ -111,7 +113,7 @@ export function createKeysFileReloader(options: KeysFileReloaderOptions): KeysFi
     reload,
     close() {
       watcher?.close();
-      unwatchFile(path, poll);
+      clearInterval(poller);
       clearTimeout(settling);
     },
   };
