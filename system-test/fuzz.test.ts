@@ -124,6 +124,15 @@ describe('gateway under random requests (fast-check)', function () {
     await stack.close();
   });
 
+  // Found by the property below (seed -391131256): a target that parseurl reads as having no path
+  // got express's HTML 404 page.
+  it('answers a target without a path (/\\#@!) with 400 and the Error body', async () => {
+    const reply = await sendRaw(port, Buffer.from('GET /\\#@! HTTP/1.1\r\nHost: fuzz\r\nConnection: close\r\n\r\n', 'latin1'));
+    expect(reply.status).to.equal(400);
+    expect(reply.headers['content-type']).to.match(/^application\/json/);
+    expect(JSON.parse(reply.body.toString('utf8'))).to.deep.equal({ code: 'invalid_request', message: 'request target has no path', status: 400 });
+  });
+
   it('never answers 5xx, always with a JSON Error body for 4xx, and still serves afterwards', async () => {
     await fc.assert(
       fc.asyncProperty(

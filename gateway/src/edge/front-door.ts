@@ -84,7 +84,8 @@ export function createRateLimitEdge(options: RateLimitEdgeOptions): RequestListe
   return (request, response) => {
     // The path exactly as express's router will route it (parseurl caches it for the router): an
     // absolute-form target (`GET http://host/v1/pets`) or a fragment must not slip past the charge.
-    const path = parseUrl(request)?.pathname ?? '/';
+    // `listen` (http/http-server.ts) has answered targets without a path already.
+    const path = parseUrl(request)!.pathname!;
     if (!CHARGED.test(path) || (FREE.test(path) && (request.method === 'GET' || request.method === 'HEAD'))) {
       app(request, response);
       return;

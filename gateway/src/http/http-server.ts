@@ -1,10 +1,12 @@
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import parseUrl from 'parseurl';
 import { ApiError } from './api-error';
 
 const MALFORMED = new ApiError(400, 'invalid_request', 'malformed HTTP request').toJson();
 const HEADERS_TOO_LARGE = new ApiError(431, 'invalid_request', 'request headers too large').toJson();
 const TIMED_OUT = new ApiError(408, 'invalid_request', 'request not received in time').toJson();
+const NO_PATH = new ApiError(400, 'invalid_request', 'request target has no path').toJson();
 
 /**
  * How long a client may take, and how many may be connected at once. Node's defaults (headers in
@@ -53,7 +55,16 @@ export async function listen(
       // Node enforces both timeouts only when it checks, every 30 s by default.
       connectionsCheckingInterval: Math.max(50, Math.min(1000, limits.headersTimeoutMs / 4)),
     },
-    app,
+    // A target that parses without a path (`/\#@!`: a backslash reads as a slash, and `//` starts
+    // a host) would reach express's router, which answers it with an HTML page of its own.
+    (request, response) => {
+      if (parseUrl(request)?.pathname != null) {
+        app(request, response);
+        return;
+      }
+      response.writeHead(400, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(NO_PATH), Connection: 'close' });
+      response.end(NO_PATH);
+    },
   );
   server.maxConnections = limits.maxConnections;
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
