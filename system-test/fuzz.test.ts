@@ -4,6 +4,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import pino from 'pino';
 import { createMetrics, type GatewayMetrics } from '../gateway/src/observability/metrics';
+import { FUZZ_SEED } from './support/fuzz-seed';
 import { startTestStack, TEST_KEYS, type TestStack } from './support/test-stack';
 
 interface RawReply {
@@ -159,7 +160,7 @@ describe('gateway under random requests (fast-check)', function () {
           }
         },
       ),
-      { numRuns: 3000 },
+      { numRuns: 3000, seed: FUZZ_SEED },
     );
 
     expect(logs.filter((line) => typeof line === 'string'), 'log lines that are not JSON').to.deep.equal([]);
