@@ -23,6 +23,9 @@ const ROUND_SECONDS = Number(process.env.BENCH_ROUND_SECONDS ?? 5);
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 const SOAK_SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 60);
 const SOAK_WARMUP_SECONDS = Number(process.env.BENCH_SOAK_WARMUP_SECONDS ?? 10);
+/** `BENCH_FEATURE_COSTS=1`: also measure what each feature costs (bench/feature-gateway.ts). */
+const FEATURE_COSTS = process.env.BENCH_FEATURE_COSTS === '1';
+const FEATURES = ['limiter', 'validation', 'logging', 'metrics'] as const;
 /** `BENCH_CPU_PROF=dir`: each service writes a V8 CPU profile there on exit (NODE_OPTIONS refuses `--cpu-prof`). */
 function profileFlags(): string[] {
   const dir = process.env.BENCH_CPU_PROF;
@@ -284,6 +287,7 @@ async function main(): Promise<void> {
     );
     const grpc = await grpcAlone(petService);
     await gateway.stop();
+    if (FEATURE_COSTS) await featureCosts(petService, gatewayEnv(petService), processes);
 
     let cluster: { read: { a: Figures; b: Figures }; write: { a: Figures; b: Figures } } | undefined;
     if (WORKERS > 1) {
@@ -329,6 +333,44 @@ async function main(): Promise<void> {
   } finally {
     await Promise.all(processes.map((service) => service.stop()));
     await redis?.stop();
+  }
+}
+
+/**
+ * What each feature costs: the same app (bench/feature-gateway.ts, through tsx) with everything
+ * on, and with one feature off at a time, in alternating rounds of reads and of writes. A feature's
+ * cost is the gateway's CPU per request with it on minus with it off, medians over the rounds.
+ */
+async function featureCosts(petService: ServiceProcess, env: Record<string, string>, processes: ServiceProcess[]): Promise<void> {
+  const variants: Array<{ name: string; service: ServiceProcess }> = [];
+  for (const name of ['all on', ...FEATURES]) {
+    const service = await startService('feature-gateway', { ...env, BENCH_WITHOUT: name === 'all on' ? '' : name });
+    processes.push(service);
+    stopCollectingLogs(service);
+    variants.push({ name, service });
+  }
+  console.log('');
+  console.log(`feature costs: bench/feature-gateway.ts (tsx), one feature off at a time, ${ROUNDS} alternating rounds of ${ROUND_SECONDS} s`);
+  for (const [label, method, path, body, expect] of [
+    ['read ', 'GET', READ_PATH, undefined, 200],
+    ['write', 'POST', '/v1/pets', NEW_PET, 201],
+  ] as const) {
+    const targets = variants.map(({ service }): Target => ({
+      url: `http://127.0.0.1:${service.port}${path}`,
+      method,
+      body,
+      secret: SECRETS.bench,
+      expect,
+      processes: { gateway: () => [service.child.pid!] },
+    }));
+    for (const target of targets) await load(target, WARMUP_SECONDS);
+    const runs: number[][] = targets.map(() => []);
+    for (let round = 0; round < ROUNDS; round += 1) {
+      for (const [index, target] of targets.entries()) runs[index]!.push((await load(target, ROUND_SECONDS)).cpu.gateway!);
+    }
+    const all = median(runs[0]!);
+    const costs = variants.slice(1).map(({ name }, index) => `${name} ${(all - median(runs[index + 1]!)).toFixed(0)}`);
+    console.log(`${label} gateway CPU µs per request with all on: ${all.toFixed(0)}; cost of each: ${costs.join(', ')}`);
   }
 }
 

@@ -5,7 +5,6 @@ import pino, { type Logger } from 'pino';
 import type { ApiKeyDirectory } from './edge/api-keys';
 import { requireApiKey } from './edge/authenticate';
 import { createErrorHandler, type InternalErrorListener, notFound } from './http/error-handler';
-import { createHttpMetrics } from './observability/http-metrics';
 import { MemoryRateLimiter } from './rate-limit/memory-rate-limiter';
 import type { GatewayMetrics } from './observability/metrics';
 import { openApiDocumentFor } from './http/openapi';
@@ -41,6 +40,12 @@ export interface AppOptions {
   readonly trustProxy?: TrustProxy;
   /** Prefixes proxied to HTTP upstreams (ROUTES_FILE); default none. */
   readonly routes?: readonly ProxyRoute[];
+  /**
+   * For benchmarks only (`bench/feature-gateway.ts`), never set by `main.ts`: features turned off
+   * to measure what each costs per request. `limiter`: requests are identified but not charged and
+   * carry no rate-limit headers; `validation`: the pets routes skip their JSON schemas.
+   */
+  readonly benchWithout?: { readonly limiter?: boolean; readonly validation?: boolean };
 }
 
 /**
@@ -60,11 +65,12 @@ export function createApp(options: AppOptions): RequestListener {
   app.set('query parser', 'simple');
   app.set('trust proxy', options.trustProxy ?? false);
 
-  app.use(createRequestLogging(logger));
-  if (metrics !== undefined) app.use(createHttpMetrics(metrics));
-  app.use((_request, response, next) => {
+  // One middleware for the log line, the metrics and draining: each layer of express's router
+  // costs a path match on every request.
+  const observe = createRequestLogging(logger, metrics);
+  app.use((request, response, next) => {
     if (draining()) response.set('Connection', 'close');
-    next();
+    observe(request, response, next);
   });
 
   app.get('/v1/openapi.json', (_request, response) => {
@@ -73,7 +79,7 @@ export function createApp(options: AppOptions): RequestListener {
   app.all('/v1/openapi.json', methodNotAllowed('GET, HEAD'));
   app.use('/v1', requireApiKey);
   for (const { prefix, handlers } of createProxyRoutes({ routes, logger })) app.use(prefix, ...handlers);
-  app.use(createPetsRouter({ petClient: options.petClient, now }));
+  app.use(createPetsRouter({ petClient: options.petClient, now, validate: options.benchWithout?.validation !== true }));
   app.use(notFound);
   app.use(createErrorHandler(options.onInternalError ?? ((error) => logger.error({ err: error }, 'internal error'))));
   return createRateLimitEdge({
@@ -85,5 +91,6 @@ export function createApp(options: AppOptions): RequestListener {
     logger,
     metrics,
     draining,
+    charge: options.benchWithout?.limiter !== true,
   });
 }

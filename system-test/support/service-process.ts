@@ -8,6 +8,7 @@ const ENTRY = {
   gateway: 'gateway/src/main.ts',
   'pet-service': 'pet-service/src/main.ts',
   'bare-server': 'bench/bare-server.ts',
+  'feature-gateway': 'bench/feature-gateway.ts',
 } as const;
 /** What `npm run build` makes of each service. */
 const COMPILED: Partial<Record<keyof typeof ENTRY, string>> = {

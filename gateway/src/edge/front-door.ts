@@ -29,6 +29,8 @@ export interface RateLimitEdgeOptions {
   readonly metrics?: GatewayMetrics;
   /** True once shutdown has begun: refusals, like every response, then close their connection. */
   readonly draining: () => boolean;
+  /** False only in benchmarks that measure the limiter's cost: requests are identified, never charged. */
+  readonly charge?: boolean;
 }
 
 // Express matches paths case-insensitively and ignores a trailing slash, so the edge does too.
@@ -94,6 +96,12 @@ export function createRateLimitEdge(options: RateLimitEdgeOptions): RequestListe
     const token = bearerToken(request.headers.authorization);
     const identified = token === undefined ? undefined : apiKeys.identify(token, now());
     const key = typeof identified === 'object' ? identified : undefined;
+    if (options.charge === false) {
+      (response as ServerResponse & { locals?: object }).locals =
+        key !== undefined ? { apiKey: key } : identified !== undefined ? { keyRefusal: identified } : {};
+      app(request, response);
+      return;
+    }
     const decision = key === undefined ? limiter.consume(clientSubject(request), ipPolicy) : limiter.consume(keySubject(key.id), policyOf(key));
     decision.then(
       (result) => {

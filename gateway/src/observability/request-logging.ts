@@ -3,6 +3,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Request, RequestHandler, Response } from 'express';
 import { REQUEST_ID_PATTERN } from '@petstore/proto';
 import type { Logger } from 'pino';
+import { recordRequest } from './http-metrics';
+import type { GatewayMetrics } from './metrics';
 
 const ROUTE_LABEL = Symbol('route label');
 
@@ -69,33 +71,43 @@ export function logRequest(logger: Logger, line: RequestLine, aborted = false): 
   else logger.info(line, 'request');
 }
 
+const STARTED = Symbol('request start');
+
+type TimedResponse = Response & { [STARTED]: bigint };
+
 /**
  * One log line per request, when its response is finished: method, route, status, duration (ms),
  * key id and request id; never the key or the Authorization header. A 5xx is logged at error level
  * as `request failed`; a response the client abandoned before it was finished, as `request aborted`.
- * The id is kept for {@link requestIdOf}: it travels to the pet service as gRPC metadata.
+ * With `metrics`, a finished response is also counted and timed by route template, method and
+ * status (an abandoned one is not). The id is kept for {@link requestIdOf}: it travels to the pet
+ * service as gRPC metadata.
  *
  * Written by hand rather than with pino-http: that builds two child loggers and a serialised
- * request for every request, which was about a tenth of the gateway's CPU per proxied call.
+ * request for every request, which was about a tenth of the gateway's CPU per proxied call. The
+ * listeners are made once, not per request, and serve both the log line and the metrics.
  */
-export function createRequestLogging(logger: Logger): RequestHandler {
-  return (request, response, next) => {
-    const start = process.hrtime.bigint();
-    const requestId = assignRequestId(request, response);
-    response.locals.requestId = requestId;
-    const done = (): void => {
-      response.removeListener('finish', done);
-      response.removeListener('close', done);
-      const line: RequestLine = {
-        requestId,
-        method: request.method,
-        route: routeOf(request),
-        status: response.statusCode,
-        duration: Number(process.hrtime.bigint() - start) / 1e6,
-        keyId: callerOf(response.locals)?.id,
-      };
-      logRequest(logger, line, !response.writableFinished);
+export function createRequestLogging(logger: Logger, metrics?: GatewayMetrics): RequestHandler {
+  function done(this: TimedResponse): void {
+    this.removeListener('finish', done);
+    this.removeListener('close', done);
+    const request = this.req;
+    const elapsed = Number(process.hrtime.bigint() - this[STARTED]);
+    const finished = this.writableFinished;
+    const line: RequestLine = {
+      requestId: this.locals.requestId as string,
+      method: request.method,
+      route: routeOf(request),
+      status: this.statusCode,
+      duration: elapsed / 1e6,
+      keyId: callerOf(this.locals)?.id,
     };
+    logRequest(logger, line, !finished);
+    if (finished && metrics !== undefined) recordRequest(metrics, line.route, request.method, line.status, elapsed / 1e9);
+  }
+  return (request, response, next) => {
+    (response as TimedResponse)[STARTED] = process.hrtime.bigint();
+    response.locals.requestId = assignRequestId(request, response);
     response.on('finish', done);
     response.on('close', done);
     next();

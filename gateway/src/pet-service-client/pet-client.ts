@@ -88,7 +88,17 @@ export function createPetClient(options: PetClientOptions): PetClient {
     onMetadata?: (metadata: Metadata) => void,
   ): Promise<Res> =>
     new Promise((resolve, reject) => {
-      const pending = method.call(client, request, metadata, { deadline }, (error, response) => (error ? reject(error) : resolve(response)));
+      // grpc-js captures a stack trace (`new Error()`) at every call, only to append it to the
+      // message of an error; the gateway never shows those traces, and capturing one cost about
+      // 3% of the gateway's CPU per read. The error's own stack is still captured when it fails.
+      const stackTraceLimit = Error.stackTraceLimit;
+      Error.stackTraceLimit = 0;
+      let pending: ReturnType<Unary<Req, Res>>;
+      try {
+        pending = method.call(client, request, metadata, { deadline }, (error, response) => (error ? reject(error) : resolve(response)));
+      } finally {
+        Error.stackTraceLimit = stackTraceLimit;
+      }
       // Initial metadata arrives before the response, so it is read before the promise settles.
       if (onMetadata !== undefined) pending.on('metadata', onMetadata);
     });
@@ -99,9 +109,15 @@ export function createPetClient(options: PetClientOptions): PetClient {
     const pause = backoff * (0.5 + Math.random() / 2);
     return Date.now() + pause < deadline ? pause : undefined;
   };
-  const call =
-    <Req, Res>(name: string, method: Unary<Req, Res>, retries: boolean) =>
-    async (request: Req, metadata: Metadata = new Metadata(), onMetadata?: (metadata: Metadata) => void): Promise<Res> => {
+  const call = <Req, Res>(name: string, method: Unary<Req, Res>, retries: boolean) => {
+    // One label object per status code, made once rather than per call.
+    const labels = new Map<number, { method: string; code: string }>();
+    const labelsOf = (code: number) => {
+      let found = labels.get(code);
+      if (found === undefined) labels.set(code, (found = { method: name, code: Status[code]! }));
+      return found;
+    };
+    return async (request: Req, metadata: Metadata = new Metadata(), onMetadata?: (metadata: Metadata) => void): Promise<Res> => {
       const start = process.hrtime.bigint();
       const deadline = Date.now() + timeoutMs;
       let code = Status.OK;
@@ -120,12 +136,13 @@ export function createPetClient(options: PetClientOptions): PetClient {
         }
       } finally {
         if (metrics !== undefined) {
-          const labels = { method: name, code: Status[code]! };
-          metrics.grpcClientCalls.inc(labels);
-          metrics.grpcClientCallSeconds.observe(labels, Number(process.hrtime.bigint() - start) / 1e9);
+          const callLabels = labelsOf(code);
+          metrics.grpcClientCalls.inc(callLabels);
+          metrics.grpcClientCallSeconds.observe(callLabels, Number(process.hrtime.bigint() - start) / 1e9);
         }
       }
     };
+  };
   const createPet = call<CreatePetRequest, CreatePetResponse>('CreatePet', client.createPet, false);
   return {
     listPets: call<ListPetsRequest, ListPetsResponse>('ListPets', client.listPets, true),
