@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { isIP } from 'node:net';
 import express, { type Express, type RequestHandler } from 'express';
+import ipaddr from 'ipaddr.js';
 import type { Logger } from 'pino';
 import { ApiError } from '../http/api-error';
 import { createErrorHandler, type InternalErrorListener, notFound } from '../http/error-handler';
@@ -114,7 +115,5 @@ function guardAdmin(token: string | undefined): RequestHandler {
 
 /** Whether a peer address is a loopback one (IPv4 127/8, IPv6 ::1, or 127/8 mapped into IPv6). */
 export function isLoopback(address: string | undefined): boolean {
-  if (address === undefined) return false;
-  const ipv4 = address.startsWith('::ffff:') ? address.slice(7) : address;
-  return address === '::1' || (isIP(ipv4) === 4 && ipv4.startsWith('127.'));
+  return address !== undefined && isIP(address) !== 0 && ipaddr.process(address).range() === 'loopback';
 }

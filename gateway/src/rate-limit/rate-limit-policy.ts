@@ -50,9 +50,8 @@ export function keySubject(keyId: string): string {
 export function ipSubject(ip: string): string {
   const text = ip.split('%', 1)[0]!;
   if (!ipaddr.isValid(text)) return 'ip:unknown';
-  const address = ipaddr.parse(text);
+  // process() turns an IPv4-mapped IPv6 address into its IPv4 address.
+  const address = ipaddr.process(text);
   if (address.kind() === 'ipv4') return `ip:${address.toString()}`;
-  const ipv6 = address as ipaddr.IPv6;
-  if (ipv6.isIPv4MappedAddress()) return `ip:${ipv6.toIPv4Address().toString()}`;
-  return `ip:${new ipaddr.IPv6([...ipv6.parts.slice(0, 4), 0, 0, 0, 0]).toString()}/64`;
+  return `ip:${new ipaddr.IPv6([...(address as ipaddr.IPv6).parts.slice(0, 4), 0, 0, 0, 0]).toString()}/64`;
 }
