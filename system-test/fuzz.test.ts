@@ -1,40 +1,11 @@
-import { connect } from 'node:net';
 import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import pino from 'pino';
 import { createMetrics, type GatewayMetrics } from '../gateway/src/observability/metrics';
 import { FUZZ_SEED } from './support/fuzz-seed';
+import { sendRaw } from './support/raw-http';
 import { startTestStack, TEST_KEYS, type TestStack } from './support/test-stack';
-
-interface RawReply {
-  status: number;
-  headers: Record<string, string>;
-  body: Buffer;
-}
-
-/**
- * Sends bytes as they are (nothing a client library would refuse) and reads until the server
- * closes (every request says `Connection: close`). The client never half-closes first: to an
- * HTTP server that is an aborted request.
- */
-function sendRaw(port: number, request: Buffer): Promise<RawReply> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    const socket = connect(port, '127.0.0.1', () => socket.write(request));
-    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-    socket.on('error', reject);
-    socket.on('close', () => {
-      const raw = Buffer.concat(chunks);
-      const split = raw.indexOf('\r\n\r\n');
-      const head = raw.subarray(0, split).toString('latin1').split('\r\n');
-      const headers = Object.fromEntries(
-        head.slice(1).map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]),
-      );
-      resolve({ status: Number(head[0]?.split(' ')[1]), headers, body: raw.subarray(split + 4) });
-    });
-  });
-}
 
 const deepNesting = fc.integer({ min: 1, max: 20_000 }).map((depth) => '['.repeat(depth) + ']'.repeat(depth));
 const hugeNumber = fc.stringMatching(/^-?[1-9][0-9]{15,400}(\.[0-9]{1,5})?(e[+-]?[0-9]{1,4})?$/);

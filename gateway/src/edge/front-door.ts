@@ -5,6 +5,7 @@ import parseUrl from 'parseurl';
 import type { Logger } from 'pino';
 import proxyAddr from 'proxy-addr';
 import { ApiError } from '../http/api-error';
+import { fieldCount } from '../http/raw-headers';
 import type { ApiKey, ApiKeyDirectory } from './api-keys';
 import { bearerToken } from './authenticate';
 import { recordRequest } from '../observability/http-metrics';
@@ -93,9 +94,17 @@ export function createRateLimitEdge(options: RateLimitEdgeOptions): RequestListe
       return;
     }
     const start = process.hrtime.bigint();
-    const token = bearerToken(request.headers.authorization);
+    const authorization = request.headers.authorization;
+    // Node keeps the first of two Authorization fields: which credential the client meant is
+    // anyone's guess, so neither is used, and the request is charged to its address (issue 17).
+    const ambiguous = authorization !== undefined && fieldCount(request.rawHeaders, 'authorization') > 1;
+    const token = ambiguous ? undefined : bearerToken(authorization);
     const identified = token === undefined ? undefined : apiKeys.identify(token, now());
     const key = typeof identified === 'object' ? identified : undefined;
+    if (ambiguous && options.charge === false) {
+      refuse(request, response, AMBIGUOUS_CREDENTIALS, start);
+      return;
+    }
     if (options.charge === false) {
       (response as ServerResponse & { locals?: object }).locals =
         key !== undefined ? { apiKey: key } : identified !== undefined ? { keyRefusal: identified } : {};
@@ -111,6 +120,10 @@ export function createRateLimitEdge(options: RateLimitEdgeOptions): RequestListe
           refuse(request, response, refusal(result, key === undefined, headers), start, key);
           return;
         }
+        if (ambiguous) {
+          refuse(request, response, new ApiError(400, AMBIGUOUS_CREDENTIALS.code, AMBIGUOUS_CREDENTIALS.message, headers), start);
+          return;
+        }
         for (const name in headers) response.setHeader(name, headers[name]!);
         (response as ServerResponse & { locals?: object }).locals =
           key !== undefined ? { apiKey: key } : identified !== undefined ? { keyRefusal: identified } : {};
@@ -123,6 +136,8 @@ export function createRateLimitEdge(options: RateLimitEdgeOptions): RequestListe
     );
   };
 }
+
+const AMBIGUOUS_CREDENTIALS = new ApiError(400, 'invalid_request', 'Authorization: must be given once');
 
 function refusal(decision: RateLimitDecision, unauthenticated: boolean, headers: Record<string, string>): ApiError {
   if (decision.outcome === 'banned') {
