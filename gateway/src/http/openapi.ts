@@ -5,6 +5,7 @@ import {
   MAX_PAGE_SIZE,
   NAME_MAX_CHARACTERS,
   NAME_MIN_CHARACTERS,
+  NAME_PATTERN,
 } from '@petstore/proto';
 import { ERROR_CODES } from './api-error';
 
@@ -29,9 +30,12 @@ export const schemas = {
         type: 'string',
         minLength: NAME_MIN_CHARACTERS,
         maxLength: NAME_MAX_CHARACTERS,
-        description: `${NAME_MIN_CHARACTERS} to ${NAME_MAX_CHARACTERS} characters (code points).`,
+        pattern: NAME_PATTERN.source,
+        description: `${NAME_MIN_CHARACTERS} to ${NAME_MAX_CHARACTERS} characters (code points), none of them a control character (U+0000 to U+001F, U+007F to U+009F).`,
       },
-      categoryId: int64('Positive int64, emitted and accepted as a JSON number without rounding.'),
+      categoryId: int64(
+        'Positive int64, emitted as a plain JSON integer without rounding. Accepted as any JSON number whose value is an integer in range, exactly: `100`, `100.0` and `1E2` are all 100.',
+      ),
       status: { $ref: '#/components/schemas/PetStatus', default: 'available' },
     },
   },
