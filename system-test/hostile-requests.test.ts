@@ -67,8 +67,7 @@ describe('gateway under hostile requests (issue 17)', () => {
         'Content-Type: application/json',
         'Expect: 100-continue',
       ]);
-      expect(reply.status).to.equal(100);
-      expect(reply.body.toString()).to.match(/^HTTP\/1\.1 201 Created\r\n/);
+      expect(reply.status).to.equal(201);
     });
 
     it('answers an HTTP/1.1 request without Host with 400 and the Error body', async () => {
