@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Router } from 'express';
 import { methodNotAllowed } from './pets-router';
 
-/** Where the page's own files are served; the HTML and the scripts refer to them by absolute path. */
+/** Where the page is served. Its files are below it, and the page refers to them by absolute path. */
 export const API_DOCS_PATH = '/docs';
 
 /**
@@ -116,8 +116,10 @@ export function createApiDocsRouter(options: ApiDocsRouterOptions = {}): Router 
     }
     if (request.method !== 'GET' && request.method !== 'HEAD') allow();
     response.set('X-Content-Type-Options', 'nosniff');
-    response.sendFile(path, { maxAge: ASSET_MAX_AGE_MS, immutable: true }, (error) => {
-      if (error !== undefined && !response.headersSent) next(error);
+    response.sendFile(path, { maxAge: ASSET_MAX_AGE_MS, immutable: true }, (error: unknown) => {
+      // A file that went missing after start-up is the server's fault (500, logged), never the
+      // 4xx its error's own status would make of it; a client gone mid-file needs no answer.
+      if (error !== undefined && !response.headersSent) next(new Error(`API docs asset unreadable: ${path}`, { cause: error }));
     });
   });
   return router;
