@@ -32,25 +32,45 @@ describe("SIGTERM to each image's entrypoint", function () {
     if (started?.child.exitCode === null) started.child.kill('SIGKILL');
   });
 
-  it('gateway: answers the in-flight request, closes its ports and exits 0', async () => {
-    const [command, ...args] = imageCommand('gateway');
-    expect(command).to.equal('node');
+  /** The gateway image's entrypoint, run from the repository's build, with no pet service behind it. */
+  async function startGateway(): Promise<{ gateway: Started; port: number; adminPort: number }> {
+    const [, ...args] = imageCommand('gateway');
     const [port, adminPort, nobody] = [await freePort(), await freePort(), await freePort()];
-    started = run(process.execPath, args, {
+    const gateway = run(process.execPath, args, {
       NODE_ENV: 'production',
       PORT: String(port),
       ADMIN_PORT: String(adminPort),
       PET_SERVICE_ADDR: `127.0.0.1:${nobody}`,
       API_KEYS_FILE: join(ROOT, 'gateway', 'config', 'demo-keys.yaml'),
     });
-    await started.waitForLine('gateway listening');
+    started = gateway;
+    await gateway.waitForLine('gateway listening');
+    return { gateway, port, adminPort };
+  }
+
+  it('gateway: answers the in-flight request, closes its ports and exits 0', async () => {
+    const [command] = imageCommand('gateway');
+    expect(command).to.equal('node');
+    const { gateway, port, adminPort } = await startGateway();
     const request = await holdHttpRequest(port);
-    const exited = once(started.child, 'exit');
-    started.child.kill('SIGTERM');
-    await started.waitForLine('"signal":"SIGTERM"');
+    const exited = once(gateway.child, 'exit');
+    gateway.child.kill('SIGTERM');
+    await gateway.waitForLine('"signal":"SIGTERM"');
     expect(await request.finish()).to.match(/^HTTP\/1\.1 503 Service Unavailable\r\n/);
     expect(await exited).to.deep.equal([0, null]);
     await expectClosed(port, adminPort);
+  });
+
+  it('gateway: serves the API reference at /docs with every asset it links to (resolved from node_modules, as in the image)', async () => {
+    const { gateway, port } = await startGateway();
+    const page = await fetch(`http://127.0.0.1:${port}/docs`);
+    expect(page.status).to.equal(200);
+    const files = [...(await page.text()).matchAll(/(?:src|href)="(\/[^"]+)"/g)].map((match) => match[1]!);
+    expect(files).to.have.length(4);
+    for (const file of files) expect((await fetch(`http://127.0.0.1:${port}${file}`)).status, file).to.equal(200);
+    const exited = once(gateway.child, 'exit');
+    gateway.child.kill('SIGTERM');
+    expect(await exited).to.deep.equal([0, null]);
   });
 
   it('pet service: finishes the in-flight call OK, closes its ports and exits 0', async () => {

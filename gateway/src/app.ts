@@ -9,6 +9,7 @@ import { createErrorHandler, type InternalErrorListener, notFound } from './http
 import { MemoryRateLimiter } from './rate-limit/memory-rate-limiter';
 import type { GatewayMetrics } from './observability/metrics';
 import { openApiDocumentFor } from './http/openapi';
+import { createApiDocsRouter } from './http/api-docs-router';
 import type { PetClient } from './pet-service-client/pet-client';
 import { createPetsRouter, methodNotAllowed } from './http/pets-router';
 import { createRateLimitEdge } from './edge/front-door';
@@ -82,6 +83,7 @@ export function createApp(options: AppOptions): RequestListener {
     response.type('application/json').send(openApiJson);
   });
   app.all('/v1/openapi.json', methodNotAllowed('GET, HEAD'));
+  app.use(createApiDocsRouter());
   app.use('/v1', requireApiKey);
   for (const { prefix, handlers } of createProxyRoutes({ routes, logger, cors: cors !== undefined })) app.use(prefix, ...handlers);
   app.use(createPetsRouter({ petClient: options.petClient, now, validate: options.benchWithout?.validation !== true }));

@@ -38,11 +38,12 @@ export interface RateLimitEdgeOptions {
 }
 
 // Express matches paths case-insensitively and ignores a trailing slash, so the edge does too.
-const CHARGED = /^\/v1(?:\/|$)/i;
+const CHARGED = /^\/(?:v1|docs)(?:\/|$)/i;
 const FREE = /^\/v1\/openapi\.json\/?$/i;
 
 /**
- * Charges every /v1 request but a GET or HEAD of the OpenAPI document before express sees it: to
+ * Charges every /v1 and /docs request but a GET or HEAD of the OpenAPI document before express
+ * sees it (the API reference at /docs is charged like the API, so it cannot be fetched free): to
  * its API key when it has a valid one, otherwise to the client IP (`trust proxy` decides whether
  * X-Forwarded-For counts, as for `request.ip`, but only an IP address is taken from it; see
  * {@link ipSubject} for IPv6). Admitted requests go on to `app` with the

@@ -1,26 +1,58 @@
 /**
- * The closed set of Error `code` values. Adding one is an API change: document it in docs/api.md and
- * the OpenAPI document, and say why.
+ * The closed set of Error `code` values, each with the HTTP statuses it comes with and when. This
+ * is the one source of the error-code table: the OpenAPI document (and so the API reference at
+ * /docs) renders it, and a test keeps docs/api.md's copy identical. Adding a code is an API
+ * change: say why in its `when`.
  */
-export const ERROR_CODES = [
-  'unauthorized',
-  'forbidden',
-  'invalid_request',
-  'not_found',
-  'method_not_allowed',
-  'conflict',
-  'gone',
-  'payload_too_large',
-  'unsupported_media_type',
-  'rate_limited',
-  'api_key_banned',
-  'internal',
-  'service_unavailable',
-  'bad_gateway',
-  'gateway_timeout',
-] as const;
+export const ERROR_CODE_TABLE = {
+  invalid_request: {
+    statuses: [400, 408, 417, 431],
+    when: 'bad body, field, query parameter, path parameter, cursor or HTTP framing (408: not received in time; 417: an `Expect` other than `100-continue`; 431: oversized headers)',
+  },
+  unauthorized: { statuses: [401], when: 'missing or unknown API key' },
+  forbidden: {
+    statuses: [403],
+    when: "the pet service refused the call (PERMISSION_DENIED); added so the gRPC table is total. Also a proxied route whose `plans` exclude the key's plan",
+  },
+  not_found: { statuses: [404], when: 'unknown pet or path' },
+  method_not_allowed: { statuses: [405], when: 'known path, other method' },
+  conflict: {
+    statuses: [409],
+    when: 'an `Idempotency-Key` reused with a different body (the pet service\'s ALREADY_EXISTS); added because neither 400 nor 429 says "this key is taken"',
+  },
+  gone: { statuses: [410], when: 'the deprecated route after its sunset' },
+  payload_too_large: { statuses: [413], when: "body over 64 KiB, or over a proxied route's `bodyLimitBytes`" },
+  unsupported_media_type: {
+    statuses: [415],
+    when: 'body not `application/json`, a charset other than `utf-8`, or an unsupported Content-Encoding',
+  },
+  rate_limited: {
+    statuses: [429],
+    when: "over the plan's limit, or the pet service is over capacity (RESOURCE_EXHAUSTED, `Retry-After: 1`)",
+  },
+  api_key_banned: { statuses: [429], when: 'key temporarily banned for hammering after 429s' },
+  internal: { statuses: [500], when: 'a bug; details are logged, never sent' },
+  service_unavailable: { statuses: [503], when: 'pet service (or its store) unreachable' },
+  bad_gateway: {
+    statuses: [502],
+    when:
+      "the upstream of a proxied route refused the connection or failed before its response began; added because 503 already means the pet service, and the fault is the upstream's, not the client's",
+  },
+  gateway_timeout: {
+    statuses: [504],
+    when: 'pet service missed its deadline, or the upstream of a proxied route stayed silent past its `timeoutMs`',
+  },
+} as const satisfies Record<string, { readonly statuses: readonly number[]; readonly when: string }>;
 
-export type ErrorCode = (typeof ERROR_CODES)[number];
+export type ErrorCode = keyof typeof ERROR_CODE_TABLE;
+
+export const ERROR_CODES = Object.keys(ERROR_CODE_TABLE) as readonly ErrorCode[];
+
+/** {@link ERROR_CODE_TABLE} as a Markdown table, as the OpenAPI document and docs/api.md show it. */
+export function errorCodeMarkdown(): string {
+  const rows = Object.entries(ERROR_CODE_TABLE).map(([code, { statuses, when }]) => `| \`${code}\` | ${statuses.join(', ')} | ${when} |`);
+  return ['| code | HTTP | when |', '|---|---|---|', ...rows].join('\n');
+}
 
 /**
  * The gateway's one error type. Everything thrown on a request path becomes one of these via

@@ -7,7 +7,7 @@ import {
   NAME_MIN_CHARACTERS,
   NAME_PATTERN,
 } from '@petstore/proto';
-import { ERROR_CODES } from './api-error';
+import { ERROR_CODE_TABLE, ERROR_CODES, type ErrorCode, errorCodeMarkdown } from './api-error';
 
 /**
  * The OpenAPI 3.1 document for the public contract, served at `GET /v1/openapi.json`.
@@ -18,6 +18,31 @@ export const PET_STATUSES = ['available', 'pending', 'sold'] as const;
 export const SUNSET_HTTP_DATE = 'Thu, 05 Dec 2030 00:00:00 GMT';
 
 const int64 = (description: string) => ({ type: 'integer', format: 'int64', minimum: 1, maximum: INT64_MAX, description });
+
+const EXAMPLE_PETS = [
+  { id: 1, name: 'Rex', categoryId: 3, status: 'available' },
+  { id: 2, name: 'Tom', categoryId: 12, status: 'sold' },
+];
+
+/** A representative message for each code, shown in the document's examples. */
+const EXAMPLE_MESSAGES: Readonly<Record<ErrorCode, string>> = {
+  invalid_request: 'categoryId: must be a positive int64',
+  unauthorized: 'missing bearer API key',
+  forbidden: 'permission denied',
+  not_found: 'pet 42 not found',
+  method_not_allowed: 'method not allowed; allowed: GET, HEAD, POST',
+  conflict: 'Idempotency-Key: already used with a different request',
+  gone: `this operation was removed at ${SUNSET_HTTP_DATE}; use GET /v1/pets?status=`,
+  payload_too_large: 'body: larger than 64 KiB',
+  unsupported_media_type: 'body: Content-Type must be application/json',
+  rate_limited: 'rate limit exceeded: 60 requests per minute',
+  api_key_banned: 'API key temporarily banned for repeated requests while rate limited',
+  internal: 'internal error',
+  service_unavailable: 'pet service unavailable',
+  bad_gateway: 'the upstream service failed to answer',
+  gateway_timeout: 'pet service did not answer in time',
+};
+const exampleError = (code: ErrorCode) => ({ code, message: EXAMPLE_MESSAGES[code], status: ERROR_CODE_TABLE[code].statuses[0] });
 
 export const schemas = {
   PetStatus: { type: 'string', enum: [...PET_STATUSES], description: 'Availability of a pet.' },
@@ -38,6 +63,7 @@ export const schemas = {
       ),
       status: { $ref: '#/components/schemas/PetStatus', default: 'available' },
     },
+    examples: [{ name: 'Rex', categoryId: 3 }],
   },
   Pet: {
     type: 'object',
@@ -49,10 +75,12 @@ export const schemas = {
       categoryId: int64('Positive int64.'),
       status: { $ref: '#/components/schemas/PetStatus' },
     },
+    examples: [EXAMPLE_PETS[0]],
   },
-  Pets: { type: 'array', items: { $ref: '#/components/schemas/Pet' } },
+  Pets: { type: 'array', items: { $ref: '#/components/schemas/Pet' }, examples: [EXAMPLE_PETS] },
   Error: {
     type: 'object',
+    description: 'The body of every error response, whatever its status. The codes are listed under Errors at the top.',
     required: ['code', 'message', 'status'],
     additionalProperties: false,
     properties: {
@@ -60,6 +88,7 @@ export const schemas = {
       message: { type: 'string', description: 'Human-readable; names the offending field for 400s.' },
       status: { type: 'integer', minimum: 400, maximum: 599, description: 'The HTTP status code.' },
     },
+    examples: [exampleError('invalid_request')],
   },
   IdempotencyKey: {
     type: 'string',
@@ -79,9 +108,14 @@ export const schemas = {
   },
 } as const;
 
-const error = (description: string, codes: readonly string[]) => ({
+const error = (description: string, codes: readonly ErrorCode[]) => ({
   description: `${description} Error codes: ${codes.join(', ')}.`,
-  content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+  content: {
+    'application/json': {
+      schema: { $ref: '#/components/schemas/Error' },
+      examples: Object.fromEntries(codes.map((code) => [code, { value: exampleError(code) }])),
+    },
+  },
 });
 
 const commonErrors = {
@@ -109,24 +143,27 @@ const commonErrors = {
   '504': error('The pet service did not answer in time.', ['gateway_timeout']),
 };
 
-const integerHeader = (description: string) => ({ schema: { type: 'integer', minimum: 0 }, description });
+const integerHeader = (description: string, example: number) => ({ schema: { type: 'integer', minimum: 0 }, description, example });
 /** The rate-limit fields every /v1 response carries, whatever its status and route. */
 export const RATE_LIMIT_HEADERS = {
-  'X-RateLimit-Limit': integerHeader('Limit of the window closest to exhaustion; 0 during a ban.'),
-  'X-RateLimit-Remaining': integerHeader('Requests left in that window; 0 on a 429 from the rate limiter.'),
-  'X-RateLimit-Reset': integerHeader('Unix time, in seconds, at which that window (or a ban) ends.'),
+  'X-RateLimit-Limit': integerHeader('Limit of the window closest to exhaustion; 0 during a ban.', 60),
+  'X-RateLimit-Remaining': integerHeader('Requests left in that window; 0 on a 429 from the rate limiter.', 59),
+  'X-RateLimit-Reset': integerHeader('Unix time, in seconds, at which that window (or a ban) ends.', 1795219260),
   'RateLimit-Policy': {
     schema: { type: 'string' },
     description:
-      'draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added.',
+      'draft-ietf-httpapi-ratelimit-headers-10: each window, its quota `q` and its length `w` in seconds; during a ban a `"ban";q=0;w=<seconds>` entry is added.',
+    example: '"minute";q=60;w=60, "day";q=1000;w=86400',
   },
   RateLimit: {
     schema: { type: 'string' },
-    description: 'draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`.',
+    description:
+      'draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.',
+    example: '"minute";r=59;t=42',
   },
 };
 const RETRY_AFTER = {
-  'Retry-After': { schema: { type: 'integer', minimum: 1 }, required: true, description: 'Seconds until a retry can succeed.' },
+  'Retry-After': { schema: { type: 'integer', minimum: 1 }, required: true, description: 'Seconds until a retry can succeed.', example: 42 },
 };
 
 /**
@@ -151,9 +188,9 @@ function withRateLimitHeaders<Paths extends object>(paths: Paths): Paths {
 }
 
 const DEPRECATION_HEADERS = {
-  Deprecation: { schema: { type: 'string' }, description: 'RFC 9745: @<unix seconds>.' },
-  Sunset: { schema: { type: 'string' }, description: `RFC 8594: ${SUNSET_HTTP_DATE}.` },
-  Link: { schema: { type: 'string' }, description: 'rel="successor-version": /v1/pets.' },
+  Deprecation: { schema: { type: 'string' }, description: 'RFC 9745: since when, as `@<unix seconds>`.', example: '@1795219200' },
+  Sunset: { schema: { type: 'string' }, description: 'RFC 8594: when the operation stops answering.', example: SUNSET_HTTP_DATE },
+  Link: { schema: { type: 'string' }, description: 'The operation to use instead.', example: '</v1/pets>; rel="successor-version"' },
 };
 
 /**
@@ -190,14 +227,16 @@ export const openApiDocument = {
   info: {
     title: 'Pet store',
     version: '1.0.0',
-    description: 'A store of animals. Every operation needs `Authorization: Bearer <API key>`.',
+    description: apiDescription(),
   },
+  tags: [{ name: 'pets', description: 'The pets in the store.' }],
   servers: [{ url: '/v1' }],
   security: [{ bearerAuth: [] }],
   paths: withRateLimitHeaders({
     '/pets': {
       get: {
         operationId: 'listPets',
+        tags: ['pets'],
         summary: 'List pets in ascending id order.',
         parameters: [
           queryParameter('limit', 'Page size, 1 to 100.'),
@@ -207,7 +246,13 @@ export const openApiDocument = {
         responses: {
           '200': {
             description: 'A page of pets. When more exist, `Link` carries the next page with rel="next".',
-            headers: { Link: { schema: { type: 'string' } } },
+            headers: {
+              Link: {
+                schema: { type: 'string' },
+                description: 'The next page (RFC 8288), with the same `limit` and `status`; absent on the last page.',
+                example: '</v1/pets?limit=2&status=available&cursor=djE6Mg>; rel="next"',
+              },
+            },
             ...jsonBody('Pets'),
           },
           '400': error('Bad `limit`, `status` or `cursor`, or two Authorization fields.', ['invalid_request']),
@@ -216,6 +261,7 @@ export const openApiDocument = {
       },
       post: {
         operationId: 'createPet',
+        tags: ['pets'],
         summary: 'Add a pet.',
         parameters: [
           {
@@ -255,6 +301,7 @@ export const openApiDocument = {
     '/pets/{petId}': {
       get: {
         operationId: 'getPet',
+        tags: ['pets'],
         summary: 'Fetch one pet.',
         deprecated: true,
         description: `Deprecated; removed at ${SUNSET_HTTP_DATE}. Use listPets with a status filter.`,
@@ -346,4 +393,43 @@ function proxiedResponses(route: DocumentedRoute): Record<string, object> {
     '502': error('The upstream refused the connection, or failed before its response began.', ['bad_gateway']),
     '504': error(`The upstream was silent for ${route.timeoutMs} ms.`, ['gateway_timeout']),
   };
+}
+
+function headerList(headers: Record<string, { description: string; example?: unknown }>): string {
+  return Object.entries(headers)
+    .map(([name, { description, example }]) => `- \`${name}\`${example === undefined ? '' : ` (\`${String(example)}\`)`}: ${description}`)
+    .join('\n');
+}
+
+/**
+ * The document's introduction, the first thing the API reference at /docs shows: what applies to
+ * every operation, from the same declarations the operations use.
+ */
+function apiDescription(): string {
+  return [
+    'A store of animals, behind an API gateway. This reference is rendered from the OpenAPI document served at ' +
+      '[`GET /v1/openapi.json`](/v1/openapi.json), which needs no key.',
+    '## Authentication',
+    'Every operation needs `Authorization: Bearer <API key>`; in this page, set it with **Authorize** before ' +
+      '**Try it out**. A missing, malformed or unknown key is 401 `unauthorized` with a `WWW-Authenticate` challenge.',
+    '## Rate limits',
+    "Each API key's plan allows so many requests per minute and per day, in fixed windows aligned to UTC; requests " +
+      'without a valid key, this page included, are limited per client IP. Every `/v1` response carries:',
+    headerList(RATE_LIMIT_HEADERS),
+    'Over a limit the answer is 429 `rate_limited` with `Retry-After`; a key that keeps sending while limited is ' +
+      'banned for a while: 429 `api_key_banned`.',
+    '## Pagination',
+    '`GET /pets` answers a bare JSON array of at most `limit` pets (default ' +
+      `${DEFAULT_PAGE_SIZE}, at most ${MAX_PAGE_SIZE}), in ascending id order. When more exist, the response carries ` +
+      'a `Link` header with `rel="next"`: follow it, unchanged, for the next page. Its `cursor` is opaque.',
+    '## Deprecation',
+    `\`GET /pets/{petId}\` is deprecated and answers 410 \`gone\` from ${SUNSET_HTTP_DATE}. Until then its responses carry:`,
+    headerList(DEPRECATION_HEADERS),
+    '## Errors',
+    'Every error is the `Error` body `{code, message, status}` with `Content-Type: application/json`: never HTML, ' +
+      'never a stack trace. A 400\'s message starts with the offending field. `code` is one of this closed set:',
+    errorCodeMarkdown(),
+    'Numbers: `id` and `categoryId` are int64 and never rounded on the wire. Try it out shows responses through ' +
+      "the browser's JSON parser, which rounds integers above 2^53; the body the gateway sent is exact.",
+  ].join('\n\n');
 }
