@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'lossless-json';
 import openapiTS, { astToString } from 'openapi-typescript';
@@ -8,9 +8,11 @@ import { openApiDocumentFor } from '../../gateway/src/http/openapi';
  * Renders the document the gateway serves at `GET /v1/openapi.json` (without configured proxy
  * routes, which are deployment-specific) to `openapi.json`, and generates `src/gen/openapi.ts`
  * from it with openapi-typescript. Both files are committed; CI runs this and fails on a diff, so
- * the client's types cannot drift from the gateway's contract.
+ * the client's types cannot drift from the gateway's contract. An argument writes both files below
+ * another folder instead (the freshness test compares them with the committed ones).
  */
-const root = join(__dirname, '..');
+const root = process.argv[2] ?? join(__dirname, '..');
+mkdirSync(join(root, 'src/gen'), { recursive: true });
 const document = `${stringify(openApiDocumentFor([]), null, 2)!}\n`;
 writeFileSync(join(root, 'openapi.json'), document);
 
