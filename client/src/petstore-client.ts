@@ -13,7 +13,7 @@ export interface PetstoreClientOptions<Mode extends Int64Mode> {
   readonly apiKey: string;
   /** How ids and category ids come back: `bigint` (default) or `string` (plain decimal). */
   readonly int64?: Mode;
-  /** Default timeout of a call, retries and waits included, in ms. Default 90,000. */
+  /** Default timeout of a call (for listPets, of each page), retries and waits included, in ms. Default 90,000. */
   readonly timeoutMs?: number;
   readonly retry?: Partial<RetryOptions>;
   /** Hold requests back so that the key never gets a 429 from this client alone. Default false. */
@@ -31,7 +31,7 @@ export interface PetstoreClientOptions<Mode extends Int64Mode> {
 export interface CallOptions {
   /** Cancels the call, retries and waits included. */
   readonly signal?: AbortSignal;
-  /** This call's timeout in ms (retries and waits included); default the client's. */
+  /** This call's timeout in ms (retries and waits included; for listPets, each page's); default the client's. */
   readonly timeoutMs?: number;
   /** Sent as `X-Request-Id`; default a fresh UUID per call, the same on its retries. */
   readonly requestId?: string;
