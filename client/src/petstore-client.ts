@@ -83,9 +83,11 @@ export function createPetstoreClient<Mode extends Int64Mode = 'bigint'>(options:
 
   /** One call: attempts until a success, an error not worth retrying, or the budget's end. */
   async function call(attempt: Attempt, callOptions: CallOptions): Promise<{ response: Response; body: unknown }> {
-    const timeout = AbortSignal.timeout(callOptions.timeoutMs ?? defaultTimeoutMs);
+    const timeoutMs = callOptions.timeoutMs ?? defaultTimeoutMs;
+    const timeout = AbortSignal.timeout(timeoutMs);
     const signal = callOptions.signal === undefined ? timeout : AbortSignal.any([callOptions.signal, timeout]);
-    const started = now();
+    // A wait that would end past the budget or the timeout is not started: the call fails at once.
+    const giveUpAt = now() + Math.min(retry.budgetMs, timeoutMs);
     for (let retries = 0; ; retries += 1) {
       const ticket = await gate.acquire(signal);
       let response: Response | undefined;
@@ -116,7 +118,7 @@ export function createPetstoreClient<Mode extends Int64Mode = 'bigint'>(options:
         throw failure;
       }
       const delay = retryDelayMs(retry, retries, random, floorMs);
-      if (now() - started + delay > retry.budgetMs) throw failure;
+      if (now() + delay > giveUpAt) throw failure;
       await sleep(delay, signal);
     }
   }

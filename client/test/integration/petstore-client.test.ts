@@ -85,8 +85,8 @@ describe('petstore client against a real gateway and pet service', function () {
 
   it('drives a free key past its limit by its retries and never gets it banned', async () => {
     // The fake clock adds concurrent waits up (see fakeTime), so a call seems to take several
-    // windows: a budget that covers them, as real overlapping waits would not need.
-    const client = clientFor('free-retrying', { retry: { budgetMs: 3_600_000 } });
+    // windows: a budget and a timeout that cover them, as real overlapping waits would not need.
+    const client = clientFor('free-retrying', { retry: { budgetMs: 3_600_000 }, timeoutMs: 3_600_000 });
     // Five callers at once (at most BAN_THRESHOLD can be refused together), 200 calls: more than
     // three minute windows of the free plan's 60.
     await inParallel(200, 5, async () => {

@@ -137,6 +137,14 @@ describe('petstore client', () => {
       expect(time.sleeps).to.deep.equal([]);
     });
 
+    it('gives up with the 429 at once when Retry-After would overrun the call\'s timeout', async () => {
+      const { client, sent } = clientFor([errorAnswer(429, 'rate_limited', { 'Retry-After': '10', ...limitHeaders(0) })]);
+      const error = await rejection(client.createPet({ name: 'Rex', categoryId: 1 }, { timeoutMs: 5000 }));
+      expect(error).to.include({ code: 'rate_limited', retryAfterMs: 10_000 });
+      expect(sent).to.have.length(1);
+      expect(time.sleeps).to.deep.equal([]);
+    });
+
     it('backs off exponentially, capped, on 503 and 504, and stops within the budget', async () => {
       const { client, sent } = clientFor(
         Array.from({ length: 20 }, (_, index) => errorAnswer(index % 2 ? 504 : 503, index % 2 ? 'gateway_timeout' : 'service_unavailable')),
