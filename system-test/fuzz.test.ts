@@ -3,6 +3,7 @@ import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import pino from 'pino';
+import { CORS_ALLOWED_HEADERS } from '../gateway/src/edge/cors-policy';
 import { createMetrics, type GatewayMetrics } from '../gateway/src/observability/metrics';
 import { FUZZ_SEED } from './support/fuzz-seed';
 import { startTestStack, TEST_KEYS, type TestStack } from './support/test-stack';
@@ -96,6 +97,24 @@ const contentType = fc.option(
   fc.constantFrom('application/json', 'application/json; charset=utf-8', 'application/json; charset=latin1', 'application/json; charset=nope', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', '*/*', 'application/json; charset=utf-16'),
 );
 
+/** The one origin CORS_ORIGINS lists for the fuzzed gateway. */
+const ALLOWED_ORIGIN = 'https://app.example.com';
+const origin = fc.oneof(
+  fc.constant(ALLOWED_ORIGIN),
+  fc.constantFrom('https://evil.example.com', 'null', `${ALLOWED_ORIGIN}/`, 'https://APP.example.com', 'http://app.example.com', `${ALLOWED_ORIGIN}.evil.example`, '*', ''),
+  fc.stringMatching(/^[\x20-\x7e]{0,60}$/),
+  fc.stringMatching(/^[\x20-\x7e\x80-\xff]{0,60}$/),
+);
+const requestMethod = fc.option(fc.oneof(fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'get', '*'), fc.stringMatching(/^[\x20-\x7e\x80-\xff]{0,20}$/)));
+const requestHeaders = fc.option(
+  fc.oneof(
+    fc.subarray([...CORS_ALLOWED_HEADERS, 'X-Other', 'Cookie']).map((names) => names.join(', ').toLowerCase()),
+    fc.stringMatching(/^[\x20-\x7e\x80-\xff]{0,60}$/),
+  ),
+);
+/** Paths a preflight from the allowed origin must be answered on with 204, whatever follows. */
+const ANSWERED_PATHS = ['/v1/pets', '/v1/pets/1', '/v1/pets/9223372036854775808', '/v1/no-such-path', '/v1/openapi.json'];
+
 describe('gateway under random requests (fast-check)', function () {
   this.timeout(180_000);
   let stack: TestStack;
@@ -117,7 +136,7 @@ describe('gateway under random requests (fast-check)', function () {
         done();
       },
     });
-    stack = await startTestStack({ logger: pino(sink), metrics });
+    stack = await startTestStack({ logger: pino(sink), metrics, corsOrigins: [ALLOWED_ORIGIN] });
     port = Number(new URL(stack.baseUrl).port);
   });
 
@@ -181,5 +200,60 @@ describe('gateway under random requests (fast-check)', function () {
     const listed = await fetch(`${stack.baseUrl}/v1/pets?limit=100`, { headers });
     expect(listed.status).to.equal(200);
     expect(await listed.text()).to.include('"name":"after"');
+  });
+
+  it('answers random preflights without 5xx: 204 only to the allowed origin, CORS headers on every answer to it and none to others', async () => {
+    let clock = Date.now();
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(fc.constant('OPTIONS'), method),
+        fc.oneof(fc.constantFrom(...ANSWERED_PATHS), path),
+        query, origin, requestMethod, requestHeaders, authorization, fc.array(header, { maxLength: 3 }), fc.option(body),
+        async (verb, target, params, from, asked, askedHeaders, auth, extra, payload) => {
+          // A fresh minute for each case: a preflight is charged to the client IP, and the property
+          // is about what is answered, not about running out.
+          stack.setNow((clock += 60_000));
+          const search = params.length === 0 ? '' : `?${params.map(([key, value]) => `${key}=${value}`).join('&')}`;
+          const lines = [`${verb} ${target}${search} HTTP/1.1`, 'Host: fuzz', 'Connection: close', `Origin: ${from}`];
+          if (asked !== null) lines.push(`Access-Control-Request-Method: ${asked}`);
+          if (askedHeaders !== null) lines.push(`Access-Control-Request-Headers: ${askedHeaders}`);
+          if (auth !== null) lines.push(`Authorization: ${auth}`);
+          for (const [name, value] of extra) {
+            if (!/^(content-length|transfer-encoding|connection|host|origin|expect)$/i.test(name)) lines.push(`${name}: ${value}`);
+          }
+          if (payload !== null) lines.push(`Content-Length: ${payload.length}`);
+          const request = Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1'), payload ?? Buffer.alloc(0)]);
+          const reply = await sendRaw(port, request);
+          const what = `${verb} ${target}${search} from ${JSON.stringify(from)} asking ${JSON.stringify(asked)}`;
+          expect(reply.status, what).to.be.within(200, 499);
+          if (reply.status >= 400 && verb !== 'HEAD') {
+            const error = JSON.parse(reply.body.toString('utf8')) as { code: unknown; message: unknown; status: unknown };
+            expect(error.status, what).to.equal(reply.status);
+            expect(error.code, what).to.be.a('string');
+            expect(error.message, what).to.be.a('string');
+          }
+          // Only Node's own refusals of a malformed request are answered before the edge.
+          if (reply.headers['x-request-id'] === undefined) {
+            expect(reply.status, what).to.equal(400);
+            return;
+          }
+          // Node trims the value, as browsers never send it padded.
+          const allowed = from.trim() === ALLOWED_ORIGIN;
+          expect(reply.headers.vary, what).to.equal('Origin');
+          expect(reply.headers['access-control-allow-origin'], what).to.equal(allowed ? ALLOWED_ORIGIN : undefined);
+          const preflight = allowed && verb === 'OPTIONS' && asked !== null;
+          if (preflight && ANSWERED_PATHS.includes(target)) expect(reply.status, what).to.equal(204);
+          if (reply.status === 204) {
+            expect(preflight, what).to.equal(true);
+            expect(reply.headers['access-control-allow-headers'], what).to.equal(CORS_ALLOWED_HEADERS.join(', '));
+            expect(reply.headers['access-control-max-age'], what).to.equal('7200');
+            expect(reply.body.length, what).to.equal(0);
+          } else {
+            expect(reply.headers['access-control-allow-methods'], what).to.equal(undefined);
+          }
+        },
+      ),
+      { numRuns: 3000, seed: FUZZ_SEED },
+    );
   });
 });

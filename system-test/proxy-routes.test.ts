@@ -391,6 +391,40 @@ describe('routes proxied to HTTP upstreams', function () {
     expect(lines.find((entry) => entry.msg === 'request failed')).to.include({ route: '/v1/store/down', status: 502 });
   });
 
+  it("applies the gateway's CORS policy to proxied prefixes: preflights answered at the edge, the upstream's CORS headers dropped", async () => {
+    const app = 'https://app.example.com';
+    const withCors = await start({ corsOrigins: [app] });
+    upstream.handle((request, response) => {
+      request.resume();
+      request.on('end', () => {
+        response.writeHead(200, { 'Access-Control-Allow-Origin': '*', 'Access-Control-Allow-Credentials': 'true', Vary: 'Accept-Encoding', 'X-Upstream': 'yes' });
+        response.end('ok');
+      });
+    });
+
+    const preflight = await fetch(`${withCors.baseUrl}/v1/store/uploads/1`, { method: 'OPTIONS', headers: { Origin: app, 'Access-Control-Request-Method': 'PUT' } });
+    expect(preflight.status).to.equal(204);
+    expect(preflight.headers.get('access-control-allow-origin')).to.equal(app);
+    expect(preflight.headers.get('access-control-allow-methods'), "the pets API's methods and every route's").to.equal('GET, HEAD, POST, DELETE, PUT');
+    expect(upstream.requests, 'a preflight never reaches the upstream').to.have.length(0);
+
+    const allowed = await send('/v1/store/orders/1', { headers: { ...PRO, origin: app }, on: withCors });
+    expect(allowed.status).to.equal(200);
+    expect(allowed.headers['access-control-allow-origin']).to.equal(app);
+    expect(allowed.headers['access-control-expose-headers']).to.include('X-RateLimit-Remaining');
+    expect(allowed.headers['access-control-allow-credentials']).to.equal(undefined);
+    expect(allowed.headers.vary, "the upstream's reasons to vary are kept").to.equal('Origin, Accept-Encoding');
+    expect(allowed.headers['x-upstream']).to.equal('yes');
+    const other = await send('/v1/store/orders/1', { headers: { ...PRO, origin: 'https://evil.example.com' }, on: withCors });
+    expect(other.status).to.equal(200);
+    expect(other.headers['access-control-allow-origin'], "not the upstream's either").to.equal(undefined);
+    expect(other.headers.vary).to.equal('Origin, Accept-Encoding');
+
+    const unconfigured = await send('/v1/store/orders/1', { headers: { ...PRO, origin: app } });
+    expect(unconfigured.headers['access-control-allow-origin'], 'without CORS_ORIGINS the upstream answers for itself').to.equal('*');
+    expect(unconfigured.headers.vary).to.equal('Accept-Encoding');
+  });
+
   it('serves the configured routes in the OpenAPI document, and without routes answers 404 as before', async () => {
     const document = JSON.parse((await send('/v1/openapi.json')).text) as { paths: Record<string, Record<string, unknown>> };
     expect(document.paths).to.include.keys('/pets', '/pets/{petId}', '/store/orders', '/store/orders/{rest}');

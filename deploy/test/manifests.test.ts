@@ -107,6 +107,13 @@ describe('deploy/ manifests', function () {
       expect(pod('production', 'gateway').containers[0].resources).to.not.deep.equal(pod('staging', 'gateway').containers[0].resources);
     });
 
+    it('lets browser pages call the API from the staging web app only (CORS_ORIGINS)', () => {
+      const corsOrigins = (overlay: Overlay) =>
+        (rendered[overlay].find((o) => o.kind === 'ConfigMap' && o.metadata.name.startsWith('gateway-settings')) as any).data.CORS_ORIGINS;
+      expect(corsOrigins('staging')).to.equal('https://app.staging.petstore.example.com');
+      expect(corsOrigins('production')).to.equal('');
+    });
+
     it('has an Ingress host per base address', () => {
       const hosts = (overlay: Overlay) => rendered[overlay].filter((o) => o.kind === 'Ingress').flatMap((o: any) => o.spec.rules.map((r: any) => r.host));
       expect(hosts('staging')).to.deep.equal(['api.staging.petstore.example.com']);
@@ -164,6 +171,7 @@ describe('deploy/ manifests', function () {
       fails(check, (o) => delete settings(o, 'pet-service-settings').data.MONGODB_URI, /MONGODB_URI is not set/);
       fails(check, (o) => delete settings(o, 'gateway-settings').data.SHUTDOWN_DELAY_MS, /SHUTDOWN_DELAY_MS is not set/);
       fails(check, (o) => (settings(o, 'gateway-settings').data.GATEWAY_WORKERS = 'many'), /invalid configuration: GATEWAY_WORKERS/);
+      fails(check, (o) => (settings(o, 'gateway-settings').data.CORS_ORIGINS = 'https://app.example.com/'), /invalid configuration: CORS_ORIGINS/);
     });
 
     it('references: a missing ConfigMap, Secret key and ServiceAccount; an out-of-git Secret rendered', () => {

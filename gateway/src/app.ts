@@ -4,6 +4,7 @@ import { stringify } from 'lossless-json';
 import pino, { type Logger } from 'pino';
 import type { ApiKeyDirectory } from './edge/api-keys';
 import { requireApiKey } from './edge/authenticate';
+import { type CorsOrigins, createCorsPolicy } from './edge/cors-policy';
 import { createErrorHandler, type InternalErrorListener, notFound } from './http/error-handler';
 import { MemoryRateLimiter } from './rate-limit/memory-rate-limiter';
 import type { GatewayMetrics } from './observability/metrics';
@@ -40,6 +41,8 @@ export interface AppOptions {
   readonly trustProxy?: TrustProxy;
   /** Prefixes proxied to HTTP upstreams (ROUTES_FILE); default none. */
   readonly routes?: readonly ProxyRoute[];
+  /** Browser origins allowed to call the API (CORS_ORIGINS); default none: no CORS headers. */
+  readonly corsOrigins?: CorsOrigins;
   /**
    * For benchmarks only (`bench/feature-gateway.ts`), never set by `main.ts`: features turned off
    * to measure what each costs per request. `limiter`: requests are identified but not charged and
@@ -59,6 +62,8 @@ export function createApp(options: AppOptions): RequestListener {
   const { metrics } = options;
   const routes = options.routes ?? [];
   const openApiJson = stringify(openApiDocumentFor(routes))!;
+  // A preflight allows every method the gateway serves on some path: the pets API's and the routes'.
+  const cors = createCorsPolicy(options.corsOrigins ?? [], [...new Set(['GET', 'HEAD', 'POST', ...routes.flatMap((route) => route.methods)])]);
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -78,7 +83,7 @@ export function createApp(options: AppOptions): RequestListener {
   });
   app.all('/v1/openapi.json', methodNotAllowed('GET, HEAD'));
   app.use('/v1', requireApiKey);
-  for (const { prefix, handlers } of createProxyRoutes({ routes, logger })) app.use(prefix, ...handlers);
+  for (const { prefix, handlers } of createProxyRoutes({ routes, logger, cors: cors !== undefined })) app.use(prefix, ...handlers);
   app.use(createPetsRouter({ petClient: options.petClient, now, validate: options.benchWithout?.validation !== true }));
   app.use(notFound);
   app.use(createErrorHandler(options.onInternalError ?? ((error) => logger.error({ err: error }, 'internal error'))));
@@ -92,5 +97,6 @@ export function createApp(options: AppOptions): RequestListener {
     metrics,
     draining,
     charge: options.benchWithout?.limiter !== true,
+    cors,
   });
 }

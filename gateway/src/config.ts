@@ -10,6 +10,7 @@ import {
   throwOnError,
 } from '@petstore/runtime';
 import { cleanEnv, EnvError, makeValidator, num, str } from 'envalid';
+import type { CorsOrigins } from './edge/cors-policy';
 
 /** Express's `trust proxy` setting: whether, or from which hops, X-Forwarded-For is believed. */
 export type TrustProxy = boolean | number | readonly string[];
@@ -35,6 +36,8 @@ export interface GatewayConfig {
   /** Client addresses counted apart per minute in memory; later ones share one overflow bucket. */
   readonly unauthenticatedMaxAddresses: number;
   readonly trustProxy: TrustProxy;
+  /** Browser origins allowed to call the API; empty: none, no CORS headers (docs/cors.md). */
+  readonly corsOrigins: CorsOrigins;
   /** Timeouts and the connection cap of the public listener (see `http/http-server.ts`). */
   readonly connectionLimits: {
     readonly headersTimeoutMs: number;
@@ -90,6 +93,40 @@ const trustProxy = makeValidator<TrustProxy>((input) => {
   return Object.freeze(entries);
 });
 
+/**
+ * Empty (no CORS), `*` alone (any origin; for development), or a comma-separated list of exact
+ * origins written as browsers send them in `Origin`: scheme, host and a port other than the
+ * default, lowercase, without path or trailing slash. Browsers compare that text exactly, so a
+ * near miss such as `https://app.example.com/` is refused here rather than never matching.
+ */
+const corsOrigins = makeValidator<CorsOrigins>((input) => {
+  const text = input.trim();
+  if (text === '') return Object.freeze([]);
+  if (text === '*') return '*';
+  const entries = text.split(',').map((entry) => entry.trim());
+  for (const entry of entries) {
+    if (entry === '*') throw new EnvError('"*" allows every origin, so it must stand alone');
+    if (entry.includes('*')) throw new EnvError(`"${entry}": no wildcards within an origin; list each origin`);
+    const origin = webOrigin(entry);
+    if (origin === entry) continue;
+    throw new EnvError(
+      origin === undefined
+        ? `"${entry}" is not an http or https origin (scheme://host[:port])`
+        : `"${entry}" is not an origin as browsers send it; write "${origin}"`,
+    );
+  }
+  return Object.freeze([...new Set(entries)]);
+});
+
+function webOrigin(entry: string): string | undefined {
+  try {
+    const url = new URL(entry);
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function isAddressOrCidr(entry: string): boolean {
   const [address = '', prefix, extra] = entry.split('/');
   const family = isIP(address);
@@ -119,6 +156,10 @@ function environmentSpec(defaultKeysFile: string) {
       desc: 'Client addresses counted apart per minute in memory; addresses first seen after that share one bucket',
     }),
     TRUST_PROXY: trustProxy({ default: false, desc: 'Whether X-Forwarded-For is believed: true, false, hops or CIDRs' }),
+    CORS_ORIGINS: corsOrigins({
+      default: Object.freeze([]),
+      desc: 'Comma-separated origins (https://app.example.com) whose pages may call the API; * any (development only); empty: none',
+    }),
     ADMIN_HOST: str({
       default: '0.0.0.0',
       desc: 'Interface of the admin listener; kubelet probes and Prometheus reach it on the pod IP. Never expose it publicly',
@@ -177,6 +218,7 @@ export function parseConfig(
     unauthenticatedPerMinute: parsed.UNAUTHENTICATED_PER_MINUTE,
     unauthenticatedMaxAddresses: parsed.UNAUTHENTICATED_MAX_ADDRESSES,
     trustProxy: parsed.TRUST_PROXY,
+    corsOrigins: parsed.CORS_ORIGINS,
     connectionLimits: Object.freeze({
       headersTimeoutMs: parsed.HTTP_HEADERS_TIMEOUT_MS,
       requestTimeoutMs: parsed.HTTP_REQUEST_TIMEOUT_MS,

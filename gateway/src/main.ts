@@ -97,6 +97,7 @@ async function serve({ config, apiKeys: initialKeys, routes }: Settings, logger:
     },
     trustProxy: config.trustProxy,
     routes,
+    corsOrigins: config.corsOrigins,
   });
   const publicServer = await listen(app, config.host, config.port, config.connectionLimits);
   let adminServer: ListeningServer | undefined;

@@ -6,6 +6,7 @@ import { createServer as createPetServer, type RunningServer } from '../../pet-s
 import { createAdminApp } from '../../gateway/src/admin/admin-app';
 import { ApiKeyStore, sha256Hex } from '../../gateway/src/edge/api-keys';
 import { createApp, type TrustProxy } from '../../gateway/src/app';
+import type { CorsOrigins } from '../../gateway/src/edge/cors-policy';
 import { listen } from '../../gateway/src/http/http-server';
 import { MemoryRateLimiter } from '../../gateway/src/rate-limit/memory-rate-limiter';
 import { createPetClient } from '../../gateway/src/pet-service-client/pet-client';
@@ -29,6 +30,8 @@ export interface RateLimitStackOptions {
   readonly trustProxy?: TrustProxy;
   /** Start of the stack's clock, ms since the epoch. */
   readonly startAt?: number;
+  /** CORS_ORIGINS; default none. */
+  readonly corsOrigins?: CorsOrigins;
 }
 
 /** A real pet service and a real gateway (public and admin listeners), in this process, on port 0. */
@@ -76,6 +79,7 @@ export async function startRateLimitStack(options: RateLimitStackOptions): Promi
     rateLimits: options.rateLimits,
     trustProxy: options.trustProxy,
     onInternalError,
+    corsOrigins: options.corsOrigins,
   });
   const gateway = await listen(app, '127.0.0.1', 0);
   const admin = await listen(

@@ -10,6 +10,7 @@ import type { GatewayMetrics } from '../../gateway/src/observability/metrics';
 import { createPetClient, type PetClient } from '../../gateway/src/pet-service-client/pet-client';
 import type { ProxyRoute } from '../../gateway/src/upstream/routes-file';
 import type { TrustProxy } from '../../gateway/src/config';
+import type { CorsOrigins } from '../../gateway/src/edge/cors-policy';
 
 /** Secrets of the keys every test stack knows, by plan; `enterprise` has limits no test reaches. */
 export const TEST_KEYS = { free: 'test-free-secret', pro: 'test-pro-secret', enterprise: 'test-enterprise-secret' } as const;
@@ -37,6 +38,8 @@ export interface TestStackOptions {
   readonly routes?: readonly ProxyRoute[];
   readonly trustProxy?: TrustProxy;
   readonly draining?: () => boolean;
+  /** CORS_ORIGINS; default none. */
+  readonly corsOrigins?: CorsOrigins;
 }
 
 /** A real pet service and a real gateway, each on port 0, wired over gRPC. */
@@ -70,6 +73,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     routes: options.routes,
     trustProxy: options.trustProxy,
     draining: options.draining,
+    corsOrigins: options.corsOrigins,
   });
   const { server, port } = await listen(app, '127.0.0.1', 0);
   return {

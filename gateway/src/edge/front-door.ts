@@ -7,6 +7,7 @@ import proxyAddr from 'proxy-addr';
 import { ApiError } from '../http/api-error';
 import type { ApiKey, ApiKeyDirectory } from './api-keys';
 import { bearerToken } from './authenticate';
+import type { CorsPolicy } from './cors-policy';
 import { recordRequest } from '../observability/http-metrics';
 import type { GatewayMetrics } from '../observability/metrics';
 import { rateLimitHeaders } from '../rate-limit/rate-limit-headers';
@@ -31,6 +32,8 @@ export interface RateLimitEdgeOptions {
   readonly draining: () => boolean;
   /** False only in benchmarks that measure the limiter's cost: requests are identified, never charged. */
   readonly charge?: boolean;
+  /** CORS_ORIGINS' policy; undefined: no CORS headers, and an OPTIONS is an ordinary request. */
+  readonly cors?: CorsPolicy;
 }
 
 // Express matches paths case-insensitively and ignores a trailing slash, so the edge does too.
@@ -46,9 +49,13 @@ const FREE = /^\/v1\/openapi\.json\/?$/i;
  *
  * Refusals are answered here, with their log line and metrics, and never enter express or reach
  * the pet service: a flood of 429s then costs little more than a bare HTTP server's reply.
+ *
+ * With a CORS policy, every response gets its CORS headers first, whoever answers it. A preflight
+ * from an allowed origin needs no key (browsers send none): it is charged to the client IP like any
+ * request without a valid key, so preflights cannot flood, and answered here with 204.
  */
 export function createRateLimitEdge(options: RateLimitEdgeOptions): RequestListener {
-  const { app, apiKeys, now, limiter, settings, logger, metrics, draining } = options;
+  const { app, apiKeys, now, limiter, settings, logger, metrics, draining, cors } = options;
   const keyPolicies = new WeakMap<ApiKey, RateLimitPolicy>();
   const ipPolicy = unauthenticatedPolicy(settings.unauthenticatedPerMinute);
   const policyOf = (key: ApiKey): RateLimitPolicy => {
@@ -66,24 +73,38 @@ export function createRateLimitEdge(options: RateLimitEdgeOptions): RequestListe
     return ipSubject(isIP(derived) !== 0 ? derived : (request.socket.remoteAddress ?? ''));
   };
 
-  const refuse = (request: IncomingMessage, response: ServerResponse, error: ApiError, start: bigint, key?: ApiKey): void => {
+  /** Answers without express: a refusal (route label `unmatched`), or a preflight (`preflight`). */
+  const answer = (
+    request: IncomingMessage,
+    response: ServerResponse,
+    route: 'unmatched' | 'preflight',
+    status: number,
+    headers: Readonly<Record<string, string | number>>,
+    body: string,
+    start: bigint,
+    key?: ApiKey,
+  ): void => {
     const requestId = assignRequestId(request, response);
-    const body = error.toJson();
-    response.writeHead(error.status, {
-      ...error.headers,
-      'Content-Type': 'application/json; charset=utf-8',
-      'Content-Length': Buffer.byteLength(body),
+    response.writeHead(status, {
+      ...headers,
       // Refused before its body was read, or while draining: Node closes the connection once
       // the answer is written, so a client cannot keep trickling a body nobody reads.
       ...(draining() || !request.complete ? { Connection: 'close' } : {}),
     });
     response.end(body);
     const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-    logRequest(logger, { requestId, method: request.method, route: 'unmatched', status: error.status, duration: seconds * 1000, keyId: key?.id });
-    if (metrics !== undefined) recordRequest(metrics, 'unmatched', request.method ?? '', error.status, seconds);
+    logRequest(logger, { requestId, method: request.method, route, status, duration: seconds * 1000, keyId: key?.id });
+    if (metrics !== undefined) recordRequest(metrics, route, request.method ?? '', status, seconds);
   };
+  const refuse = (request: IncomingMessage, response: ServerResponse, error: ApiError, start: bigint, key?: ApiKey): void => {
+    const body = error.toJson();
+    const headers = { ...error.headers, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) };
+    answer(request, response, 'unmatched', error.status, headers, body, start, key);
+  };
+  const preflightHeaders = cors?.preflightHeaders ?? {};
 
   return (request, response) => {
+    const preflight = cors?.apply(request, response) === true;
     // The path exactly as express's router will route it (parseurl caches it for the router): an
     // absolute-form target (`GET http://host/v1/pets`) or a fragment must not slip past the charge.
     // `listen` (http/http-server.ts) has answered targets without a path already.
@@ -93,10 +114,14 @@ export function createRateLimitEdge(options: RateLimitEdgeOptions): RequestListe
       return;
     }
     const start = process.hrtime.bigint();
-    const token = bearerToken(request.headers.authorization);
+    const token = preflight ? undefined : bearerToken(request.headers.authorization);
     const identified = token === undefined ? undefined : apiKeys.identify(token, now());
     const key = typeof identified === 'object' ? identified : undefined;
     if (options.charge === false) {
+      if (preflight) {
+        answer(request, response, 'preflight', 204, preflightHeaders, '', start);
+        return;
+      }
       (response as ServerResponse & { locals?: object }).locals =
         key !== undefined ? { apiKey: key } : identified !== undefined ? { keyRefusal: identified } : {};
       app(request, response);
@@ -112,6 +137,10 @@ export function createRateLimitEdge(options: RateLimitEdgeOptions): RequestListe
           return;
         }
         for (const name in headers) response.setHeader(name, headers[name]!);
+        if (preflight) {
+          answer(request, response, 'preflight', 204, preflightHeaders, '', start);
+          return;
+        }
         (response as ServerResponse & { locals?: object }).locals =
           key !== undefined ? { apiKey: key } : identified !== undefined ? { keyRefusal: identified } : {};
         app(request, response);

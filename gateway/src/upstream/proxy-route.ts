@@ -18,10 +18,16 @@ export const MAX_UPSTREAM_SOCKETS = 64;
 /** Idle pooled connections close after this: before Node's default 5 s keep-alive timeout upstream. */
 const IDLE_SOCKET_MS = 4000;
 const CHUNKED = /^\s*chunked\s*$/i;
+const CORS_RESPONSE_HEADER = /^access-control-/;
 
 export interface ProxyRoutesOptions {
   readonly routes: readonly ProxyRoute[];
   readonly logger: Logger;
+  /**
+   * True when the gateway has a CORS policy (CORS_ORIGINS): it then holds for proxied prefixes
+   * too, and an upstream's own `Access-Control-*` response headers are dropped.
+   */
+  readonly cors?: boolean;
 }
 
 /** One configured prefix: where express mounts it, and its handlers. */
@@ -35,7 +41,7 @@ export interface MountedRoute {
  * declared body size), then http-proxy-middleware to the upstream, over a keep-alive agent per
  * upstream (host and port) with at most {@link MAX_UPSTREAM_SOCKETS} connections.
  */
-export function createProxyRoutes({ routes, logger }: ProxyRoutesOptions): MountedRoute[] {
+export function createProxyRoutes({ routes, logger, cors = false }: ProxyRoutesOptions): MountedRoute[] {
   const agents = new Map<string, Agent>();
   return routes.map((route) => {
     let agent = agents.get(route.upstream.host);
@@ -43,7 +49,7 @@ export function createProxyRoutes({ routes, logger }: ProxyRoutesOptions): Mount
       agent = new Agent({ keepAlive: true, maxSockets: MAX_UPSTREAM_SOCKETS, maxFreeSockets: MAX_UPSTREAM_SOCKETS, timeout: IDLE_SOCKET_MS });
       agents.set(route.upstream.host, agent);
     }
-    return { prefix: route.prefix, handlers: [admission(route), proxy(route, agent, logger)] };
+    return { prefix: route.prefix, handlers: [admission(route), proxy(route, agent, logger, cors)] };
   });
 }
 
@@ -97,7 +103,7 @@ function tooLargeError(route: ProxyRoute): ApiError | undefined {
  *   `stream` pass: the `buffer` option is one stream for every request, and no other hook sees the
  *   body before it is piped.
  */
-function proxy(route: ProxyRoute, agent: Agent, logger: Logger): RequestHandler {
+function proxy(route: ProxyRoute, agent: Agent, logger: Logger, cors: boolean): RequestHandler {
   // proxyTimeout aborts the request, which then fails like a reset one: this tells them apart.
   const timedOut = new WeakSet<IncomingMessage>();
   const tooLarge = tooLargeError(route);
@@ -125,9 +131,11 @@ function proxy(route: ProxyRoute, agent: Agent, logger: Logger): RequestHandler 
     response.statusMessage = proxyRes.statusMessage ?? '';
     const connection = connectionOptions(proxyRes.headers);
     for (const name in proxyRes.headers) {
-      // The gateway's own headers (rate limits, request id, Connection) win.
-      if (isHopByHop(name, connection) || response.hasHeader(name)) continue;
-      response.setHeader(name, proxyRes.headers[name]!);
+      if (isHopByHop(name, connection) || (cors && CORS_RESPONSE_HEADER.test(name))) continue;
+      // The upstream's reasons to vary join the gateway's `Vary: Origin` (express's `vary`).
+      if (name === 'vary' && response.hasHeader(name)) (response as Response).vary(proxyRes.headers.vary!);
+      // The gateway's own headers (rate limits, request id, Connection, CORS) win.
+      else if (!response.hasHeader(name)) response.setHeader(name, proxyRes.headers[name]!);
     }
     pipeline(proxyRes, response, (error) => {
       if (error !== undefined) logger.warn({ err: error, route: route.prefix, requestId: requestIdOf(response as Response) }, 'proxied response cut off');

@@ -16,6 +16,35 @@ describe('gateway config', () => {
     expect(parseConfig({ ROUTES_FILE: '/etc/gateway/routes.yaml' }, 'k')).to.include({ routesFile: '/etc/gateway/routes.yaml' });
   });
 
+  it('reads CORS_ORIGINS: none by default, exact origins, or * alone', () => {
+    expect(parseConfig({}, 'k').corsOrigins).to.deep.equal([]);
+    expect(parseConfig({ CORS_ORIGINS: ' ' }, 'k').corsOrigins).to.deep.equal([]);
+    expect(parseConfig({ CORS_ORIGINS: '*' }, 'k').corsOrigins).to.equal('*');
+    expect(parseConfig({ CORS_ORIGINS: 'https://app.example.com, http://127.0.0.1:5173,https://app.example.com' }, 'k').corsOrigins).to.deep.equal([
+      'https://app.example.com',
+      'http://127.0.0.1:5173',
+    ]);
+  });
+
+  it('refuses a CORS_ORIGINS entry that no browser would send as its Origin, naming the fix', () => {
+    const refusals: Array<[string, RegExp]> = [
+      ['https://app.example.com/', /"https:\/\/app\.example\.com\/" is not an origin as browsers send it; write "https:\/\/app\.example\.com"/],
+      ['https://app.example.com/path', /write "https:\/\/app\.example\.com"/],
+      ['https://App.Example.com', /write "https:\/\/app\.example\.com"/],
+      ['https://app.example.com:443', /write "https:\/\/app\.example\.com"/],
+      ['https://user@app.example.com', /write "https:\/\/app\.example\.com"/],
+      ['app.example.com', /"app\.example\.com" is not an http or https origin/],
+      ['null', /"null" is not an http or https origin/],
+      ['ftp://files.example.com', /is not an http or https origin/],
+      ['https://a.example.com,,https://b.example.com', /"" is not an http or https origin/],
+      ['*, https://app.example.com', /"\*" allows every origin, so it must stand alone/],
+      ['https://*.example.com', /"https:\/\/\*\.example\.com": no wildcards within an origin; list each origin/],
+    ];
+    for (const [value, message] of refusals) {
+      expect(() => parseConfig({ CORS_ORIGINS: value }, 'k'), value).to.throw(/^invalid configuration: CORS_ORIGINS: /).with.property('message').that.matches(message);
+    }
+  });
+
   it('names each bad variable', () => {
     expect(() => parseConfig({ PORT: '-1' }, 'k')).to.throw(/PORT/);
     expect(() => parseConfig({ PET_SERVICE_TIMEOUT_MS: 'soon' }, 'k')).to.throw(/PET_SERVICE_TIMEOUT_MS/);
