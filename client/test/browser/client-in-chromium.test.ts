@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
 import { launchChromiumOrSkip } from '../../../system-test/support/browser';
+import { type CrossOriginPage, serveCrossOriginPage } from '../../../system-test/support/cross-origin-page';
 import { secretOf, startRateLimitStack, type RateLimitStack } from '../../../system-test/support/rate-limit-stack';
 import { bundleForBrowser } from '../../scripts/bundle';
 
@@ -15,14 +16,22 @@ const KEYS = [
  */
 const PAGE_SCRIPT = `
 import { createPetstoreClient, PetstoreError } from '/client.js';
+let baseUrl;
+// The gateway's clock, mirrored: the page's waits move both.
+let clock;
 const options = (apiKey) => ({
-  baseUrl: location.origin,
+  baseUrl,
   apiKey,
-  now: () => window.gatewayNow(),
-  sleep: (ms) => window.advance(ms),
+  now: () => clock,
+  sleep: async (ms) => {
+    clock += ms;
+    await window.advance(ms);
+  },
   random: () => 0.5,
 });
-window.run = async ({ bulk, tight }) => {
+window.run = async ({ gateway, bulk, tight }) => {
+  baseUrl = gateway;
+  clock = await window.gatewayNow();
   const client = createPetstoreClient(options(bulk));
   const created = [];
   for (let i = 0; i < 5; i++) created.push(await client.createPet({ name: 'p' + i, categoryId: 9223372036854775807n }));
@@ -43,26 +52,41 @@ window.run = async ({ bulk, tight }) => {
     rateLimit: limited.rateLimit,
   };
 };
+window.failure = async ({ gateway, bulk }) => {
+  baseUrl = gateway;
+  clock = await window.gatewayNow();
+  const start = clock;
+  try {
+    await createPetstoreClient({ ...options(bulk), retry: { budgetMs: 5000 } }).createPet({ name: 'x', categoryId: 1n });
+  } catch (e) {
+    return { isPetstoreError: e instanceof PetstoreError, code: e.code, status: e.status, waited: clock - start };
+  }
+};
 `;
 
-describe('petstore client in Chromium', function () {
+const PAGE = `<!doctype html><script type="module">${PAGE_SCRIPT}</script>`;
+
+describe('petstore client in Chromium, on a page of another origin', function () {
   this.timeout(60_000);
   let browser: Browser;
+  let allowedPage: CrossOriginPage;
+  let otherPage: CrossOriginPage;
   let stack: RateLimitStack;
   let page: Page;
-  let bundle: string;
 
   before(async function () {
     browser = await launchChromiumOrSkip(this);
-    bundle = await bundleForBrowser();
+    const files = { '/': PAGE, '/client.js': await bundleForBrowser() };
+    [allowedPage, otherPage] = await Promise.all([serveCrossOriginPage(files), serveCrossOriginPage(files)]);
   });
 
   after(async () => {
     await browser?.close();
+    await Promise.all([allowedPage?.close(), otherPage?.close()]);
   });
 
   beforeEach(async () => {
-    stack = await startRateLimitStack({ keys: KEYS });
+    stack = await startRateLimitStack({ keys: KEYS, corsOrigins: [allowedPage.origin] });
     page = await browser.newPage();
     await page.exposeFunction('gatewayNow', () => stack.now());
     await page.exposeFunction('advance', (ms: number) => stack.setNow(stack.now() + ms));
@@ -73,22 +97,24 @@ describe('petstore client in Chromium', function () {
     await stack.close();
   });
 
-  it('creates, pages, reports errors and sits out 429s on the same origin as the gateway', async () => {
-    // The page and the bundle are served at the gateway's origin by the browser itself, so this
-    // run needs no CORS; every /v1 request goes to the real gateway.
-    await page.route(`${stack.baseUrl}/client-test.html`, (route) =>
-      route.fulfill({ contentType: 'text/html', body: `<!doctype html><script type="module">${PAGE_SCRIPT}</script>` }),
-    );
-    await page.route(`${stack.baseUrl}/client.js`, (route) => route.fulfill({ contentType: 'text/javascript', body: bundle }));
-    await page.goto(`${stack.baseUrl}/client-test.html`);
+  /** Opens the page of `pageOfOrigin`; the arguments its functions take, as a JS literal. */
+  async function open(pageOfOrigin: CrossOriginPage): Promise<string> {
+    await page.goto(pageOfOrigin.url);
     await page.waitForFunction('typeof window.run === "function"');
+    return JSON.stringify({ gateway: stack.baseUrl, bulk: secretOf('bulk'), tight: secretOf('tight') });
+  }
+
+  it('creates, pages, reports errors and sits out 429s through CORS', async () => {
+    const args = await open(allowedPage);
+    expect(new URL(page.url()).origin).to.not.equal(new URL(stack.baseUrl).origin);
     const statuses: number[] = [];
     page.on('response', (response) => {
       if (new URL(response.url()).pathname === '/v1/pets') statuses.push(response.status());
     });
-    const keys = JSON.stringify({ bulk: secretOf('bulk'), tight: secretOf('tight') });
-    const result = await page.evaluate<Record<string, unknown>>(`window.run(${keys})`);
+    const result = await page.evaluate<Record<string, unknown>>(`window.run(${args})`);
     expect(result.createdIds).to.deep.equal(['bigint:1', 'bigint:2', 'bigint:3', 'bigint:4', 'bigint:5']);
+    // Paging needs Link, the ids the exact body, the error its X-Request-Id, the waits Retry-After
+    // and the snapshot X-RateLimit-*: all read across origins.
     expect(result.listedIds).to.deep.equal(['1', '2', '3', '4', '5']);
     expect(result.categoryIds).to.deep.equal(Array(5).fill('9223372036854775807'));
     expect(result.first).to.deep.equal({ id: '1', name: 'p0', categoryId: '9223372036854775807', status: 'available' });
@@ -96,5 +122,12 @@ describe('petstore client in Chromium', function () {
     expect((result.error as { requestId: unknown }).requestId).to.be.a('string');
     expect(result.rateLimit).to.deep.include({ limit: 3 });
     expect(statuses.filter((status) => status === 429).length, 'the tight key was limited and retried').to.be.greaterThan(0);
+  });
+
+  it("reports a gateway that does not allow the page's origin as network_error, after retrying within its budget", async () => {
+    const args = await open(otherPage);
+    const result = await page.evaluate<Record<string, unknown>>(`window.failure(${args})`);
+    expect(result).to.deep.include({ isPetstoreError: true, code: 'network_error', status: 0 });
+    expect(result.waited, 'it retried, within its 5 s budget').to.be.within(1, 5000);
   });
 });
