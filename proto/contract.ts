@@ -22,6 +22,14 @@ export function isPositiveInt64(text: string): boolean {
 /** A pet's name: 1 to 100 characters, counted as code points (as JSON Schema counts them). */
 export const NAME_MIN_CHARACTERS = 1;
 export const NAME_MAX_CHARACTERS = 100;
+/**
+ * A pet's name has no control characters (Unicode category Cc: U+0000 to U+001F, U+007F to
+ * U+009F): a NUL or an escape sequence in a name would reach every terminal, log and client that
+ * shows it. Invalid UTF-8 is refused before this applies, over HTTP and gRPC alike.
+ */
+export const NAME_PATTERN = /^\P{Cc}*$/u;
+/** What both services say of a name that does not match {@link NAME_PATTERN}. */
+export const NAME_PATTERN_PROBLEM = 'must not contain control characters (U+0000 to U+001F, U+007F to U+009F)';
 
 /** ListPets page size: `page_size` 0 means the default; the gateway's `limit` has the same bounds. */
 export const DEFAULT_PAGE_SIZE = 20;

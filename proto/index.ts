@@ -16,3 +16,4 @@ import { dirname, join } from 'node:path';
 export const PROTO_ROOT = dirname(require.resolve('@petstore/proto/package.json'));
 /** The service's .proto file, relative to {@link PROTO_ROOT}. */
 export const PET_SERVICE_PROTO = join('petstore', 'v1', 'pet_service.proto');
+export * from './strict-utf8';

@@ -170,6 +170,8 @@ describe('rate limits over HTTP (in-memory store)', () => {
     expect(await errorCode(banned)).to.equal('api_key_banned');
     expect(banned.headers.get('retry-after')).to.equal('900');
     expect(banned.headers.get('x-ratelimit-remaining')).to.equal('0');
+    expect(banned.headers.get('ratelimit'), 'the ban, not the minute window').to.equal('"ban";r=0;t=900');
+    expect(banned.headers.get('ratelimit-policy')).to.match(/^"minute";q=\d+;w=60, "day";q=\d+;w=86400, "ban";q=0;w=900$/);
 
     stack.setNow(MINUTE_START + 18_000 + 100_250);
     const stillBanned = await stack.request('/v1/pets', 'banme');

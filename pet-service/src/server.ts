@@ -1,7 +1,17 @@
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
-import { PET_SERVICE_NAME, PET_SERVICE_PROTO, PetServiceService, PROTO_ROOT } from '@petstore/proto';
+import {
+  CreatePetRequest,
+  type DecodableMessage,
+  GetPetRequest,
+  ListPetsRequest,
+  PET_SERVICE_NAME,
+  PET_SERVICE_PROTO,
+  PetServiceService,
+  PROTO_ROOT,
+  strictUtf8Decoder,
+} from '@petstore/proto';
 import { HealthImplementation } from 'grpc-health-check';
 import pino, { type Logger } from 'pino';
 import { InstrumentedRepository } from './store/instrumented-repository';
@@ -64,6 +74,13 @@ export interface RunningServer {
   shutdown(): Promise<{ readonly forced: boolean }>;
 }
 
+/** The request message of each method: its string fields are decoded strictly. */
+const REQUEST_TYPES: { readonly [Method in keyof typeof PetServiceService]: DecodableMessage<unknown> } = {
+  listPets: ListPetsRequest,
+  createPet: CreatePetRequest,
+  getPet: GetPetRequest,
+};
+
 /** Health reports the whole server ('') and the pet service by name. */
 const HEALTH_SERVICES = ['', PET_SERVICE_NAME];
 
@@ -82,7 +99,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
     Object.fromEntries(
       Object.entries(PetServiceService).map(([name, method]) => [
         name,
-        { ...method, requestDeserialize: tolerantDeserialize<unknown>(method.requestDeserialize) },
+        { ...method, requestDeserialize: tolerantDeserialize(strictUtf8Decoder(REQUEST_TYPES[name as keyof typeof PetServiceService])) },
       ]),
     ) as unknown as typeof PetServiceService,
     createPetServiceHandlers({

@@ -5,6 +5,7 @@ import parseUrl from 'parseurl';
 import type { Logger } from 'pino';
 import proxyAddr from 'proxy-addr';
 import { ApiError } from '../http/api-error';
+import { fieldCount } from '../http/raw-headers';
 import type { ApiKey, ApiKeyDirectory } from './api-keys';
 import { bearerToken } from './authenticate';
 import type { CorsPolicy } from './cors-policy';
@@ -114,9 +115,18 @@ export function createRateLimitEdge(options: RateLimitEdgeOptions): RequestListe
       return;
     }
     const start = process.hrtime.bigint();
-    const token = preflight ? undefined : bearerToken(request.headers.authorization);
+    const authorization = request.headers.authorization;
+    // Node keeps the first of two Authorization fields: which credential the client meant is
+    // anyone's guess, so neither is used, and the request is charged to its address (issue 17).
+    // A preflight carries no credentials at all: any it has are ignored.
+    const ambiguous = !preflight && authorization !== undefined && fieldCount(request.rawHeaders, 'authorization') > 1;
+    const token = preflight || ambiguous ? undefined : bearerToken(authorization);
     const identified = token === undefined ? undefined : apiKeys.identify(token, now());
     const key = typeof identified === 'object' ? identified : undefined;
+    if (ambiguous && options.charge === false) {
+      refuse(request, response, AMBIGUOUS_CREDENTIALS, start);
+      return;
+    }
     if (options.charge === false) {
       if (preflight) {
         answer(request, response, 'preflight', 204, preflightHeaders, '', start);
@@ -136,6 +146,10 @@ export function createRateLimitEdge(options: RateLimitEdgeOptions): RequestListe
           refuse(request, response, refusal(result, key === undefined, headers), start, key);
           return;
         }
+        if (ambiguous) {
+          refuse(request, response, new ApiError(400, AMBIGUOUS_CREDENTIALS.code, AMBIGUOUS_CREDENTIALS.message, headers), start);
+          return;
+        }
         for (const name in headers) response.setHeader(name, headers[name]!);
         if (preflight) {
           answer(request, response, 'preflight', 204, preflightHeaders, '', start);
@@ -152,6 +166,8 @@ export function createRateLimitEdge(options: RateLimitEdgeOptions): RequestListe
     );
   };
 }
+
+const AMBIGUOUS_CREDENTIALS = new ApiError(400, 'invalid_request', 'Authorization: must be given once');
 
 function refusal(decision: RateLimitDecision, unauthenticated: boolean, headers: Record<string, string>): ApiError {
   if (decision.outcome === 'banned') {

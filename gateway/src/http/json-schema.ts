@@ -1,5 +1,5 @@
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
-import { INT64_MAX } from '@petstore/proto';
+import { INT64_MAX, NAME_PATTERN, NAME_PATTERN_PROBLEM } from '@petstore/proto';
 import { schemas } from './openapi';
 
 /**
@@ -21,9 +21,13 @@ export function describeFirstError(errors: readonly ErrorObject[] | null | undef
   if (error.keyword === 'additionalProperties') {
     return `${join(path, String(error.params.additionalProperty))}: is not a known field`;
   }
+  if (error.keyword === 'pattern') return `${path || root}: ${PATTERN_PROBLEMS[String(error.params.pattern)] ?? error.message}`;
   if (error.keyword === 'enum') return `${path || root}: must be one of ${(error.params.allowedValues as string[]).join(', ')}`;
   return `${path || root}: ${error.message ?? 'is invalid'}`;
 }
+
+/** What a value that misses a pattern is told, in words rather than as the pattern. */
+const PATTERN_PROBLEMS: Readonly<Record<string, string>> = { [NAME_PATTERN.source]: NAME_PATTERN_PROBLEM };
 
 const SCHEMA_ID = 'petstore-openapi';
 let shared: Ajv | undefined;

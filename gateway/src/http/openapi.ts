@@ -5,6 +5,7 @@ import {
   MAX_PAGE_SIZE,
   NAME_MAX_CHARACTERS,
   NAME_MIN_CHARACTERS,
+  NAME_PATTERN,
 } from '@petstore/proto';
 import { ERROR_CODES } from './api-error';
 
@@ -29,9 +30,12 @@ export const schemas = {
         type: 'string',
         minLength: NAME_MIN_CHARACTERS,
         maxLength: NAME_MAX_CHARACTERS,
-        description: `${NAME_MIN_CHARACTERS} to ${NAME_MAX_CHARACTERS} characters (code points).`,
+        pattern: NAME_PATTERN.source,
+        description: `${NAME_MIN_CHARACTERS} to ${NAME_MAX_CHARACTERS} characters (code points), none of them a control character (U+0000 to U+001F, U+007F to U+009F).`,
       },
-      categoryId: int64('Positive int64, emitted and accepted as a JSON number without rounding.'),
+      categoryId: int64(
+        'Positive int64, emitted as a plain JSON integer without rounding. Accepted as any JSON number whose value is an integer in range, exactly: `100`, `100.0` and `1E2` are all 100.',
+      ),
       status: { $ref: '#/components/schemas/PetStatus', default: 'available' },
     },
   },
@@ -108,14 +112,18 @@ const commonErrors = {
 const integerHeader = (description: string) => ({ schema: { type: 'integer', minimum: 0 }, description });
 /** The rate-limit fields every /v1 response carries, whatever its status and route. */
 export const RATE_LIMIT_HEADERS = {
-  'X-RateLimit-Limit': integerHeader('Limit of the window closest to exhaustion.'),
+  'X-RateLimit-Limit': integerHeader('Limit of the window closest to exhaustion; 0 during a ban.'),
   'X-RateLimit-Remaining': integerHeader('Requests left in that window; 0 on a 429 from the rate limiter.'),
   'X-RateLimit-Reset': integerHeader('Unix time, in seconds, at which that window (or a ban) ends.'),
   'RateLimit-Policy': {
     schema: { type: 'string' },
-    description: 'draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`.',
+    description:
+      'draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added.',
   },
-  RateLimit: { schema: { type: 'string' }, description: 'draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`.' },
+  RateLimit: {
+    schema: { type: 'string' },
+    description: 'draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`.',
+  },
 };
 const RETRY_AFTER = {
   'Retry-After': { schema: { type: 'integer', minimum: 1 }, required: true, description: 'Seconds until a retry can succeed.' },
@@ -202,7 +210,7 @@ export const openApiDocument = {
             headers: { Link: { schema: { type: 'string' } } },
             ...jsonBody('Pets'),
           },
-          '400': error('Bad `limit`, `status` or `cursor`.', ['invalid_request']),
+          '400': error('Bad `limit`, `status` or `cursor`, or two Authorization fields.', ['invalid_request']),
           ...commonErrors,
         },
       },
@@ -233,10 +241,13 @@ export const openApiDocument = {
             },
             ...jsonBody('Pet'),
           },
-          '400': error('Body is not a JSON object, a field is missing or invalid, or a bad Idempotency-Key.', ['invalid_request']),
+          '400': error(
+            'Body missing, not valid UTF-8, escaping an unpaired surrogate, nested more than 64 deep, not JSON or not a JSON object; a field missing or invalid; a bad Idempotency-Key; or two Authorization fields.',
+            ['invalid_request'],
+          ),
           '409': error('The Idempotency-Key was already used with a different body.', ['conflict']),
           '413': error('Body over 64 KiB.', ['payload_too_large']),
-          '415': error('Body is not application/json.', ['unsupported_media_type']),
+          '415': error('Body is not application/json, or its charset is not utf-8.', ['unsupported_media_type']),
           ...commonErrors,
         },
       },
@@ -251,7 +262,7 @@ export const openApiDocument = {
         responses: deprecatedResponses(
           {
             '200': { description: 'The pet.', ...jsonBody('Pet') },
-            '400': error('`petId` is not a positive int64, or is not validly percent-encoded.', ['invalid_request']),
+            '400': error('`petId` is not a positive int64, or is not validly percent-encoded, or two Authorization fields.', ['invalid_request']),
             '404': error('No pet with this id.', ['not_found']),
             '410': error('The operation has reached its sunset.', ['gone']),
             ...commonErrors,
@@ -325,7 +336,7 @@ function proxiedPathItem(route: DocumentedRoute, below: boolean): object {
 function proxiedResponses(route: DocumentedRoute): Record<string, object> {
   return {
     default: { description: "The upstream's response, passed through unchanged." },
-    '400': error('Transfer-Encoding other than chunked, or a body of unknown length on DELETE or OPTIONS.', ['invalid_request']),
+    '400': error('Transfer-Encoding other than chunked, a body of unknown length on DELETE or OPTIONS, or two Authorization fields.', ['invalid_request']),
     '401': commonErrors['401'],
     ...(route.plans === undefined ? {} : { '403': error(`The key's plan may not use this route; allowed: ${route.plans.join(', ')}.`, ['forbidden']) }),
     '405': commonErrors['405'],

@@ -24,11 +24,19 @@ export function closestToExhaustion(windows: readonly WindowState[]): WindowStat
   return closest;
 }
 
+/** The name of the entry that describes a ban in `RateLimit-Policy` and `RateLimit`. */
+export const BAN_ENTRY = 'ban';
+
 /**
  * The headers of a decision: the de facto `X-RateLimit-*` trio for the window closest to exhaustion
  * (Reset as a Unix time in seconds), the draft's `RateLimit-Policy` and `RateLimit` for every window,
- * and `Retry-After` when the request was refused. While a key is banned they describe the ban:
- * its shortest window, nothing remaining, resetting when the ban ends.
+ * and `Retry-After` when the request was refused.
+ *
+ * While a key is banned, no window decides: the ban does. `RateLimit-Policy` then adds a `"ban"`
+ * entry, `q=0` (no request is served) for `w` = the ban's length, `RateLimit` reports only that
+ * entry, `r=0` until the ban ends, and `X-RateLimit-*` describe the same entry: limit 0, nothing
+ * remaining, reset when the ban ends. Nothing is counted in a window during a ban, so naming a
+ * window there would report figures the limiter never read (issue 17).
  */
 export function rateLimitHeaders(decision: RateLimitDecision): Record<string, string> {
   const { at, policy } = decision;
@@ -36,11 +44,11 @@ export function rateLimitHeaders(decision: RateLimitDecision): Record<string, st
   if (decision.outcome === 'banned') {
     const bannedUntil = decision.bannedUntil!;
     const retryAfter = secondsUntil(bannedUntil, at);
-    const shortest = policy.windows[0]!;
-    headers['X-RateLimit-Limit'] = String(shortest.limit);
+    headers['RateLimit-Policy'] += `, "${BAN_ENTRY}";q=0;w=${policy.ban?.seconds ?? retryAfter}`;
+    headers['X-RateLimit-Limit'] = '0';
     headers['X-RateLimit-Remaining'] = '0';
     headers['X-RateLimit-Reset'] = String(Math.ceil(bannedUntil / 1000));
-    headers.RateLimit = `"${shortest.name}";r=0;t=${retryAfter}`;
+    headers.RateLimit = `"${BAN_ENTRY}";r=0;t=${retryAfter}`;
     headers['Retry-After'] = String(retryAfter);
     return headers;
   }

@@ -1,5 +1,12 @@
 import { Metadata, status as Status, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
-import { IDEMPOTENT_REPLAYED_METADATA, type Pet, type PetServiceServer, REQUEST_ID_METADATA, REQUEST_ID_PATTERN } from '@petstore/proto';
+import {
+  IDEMPOTENT_REPLAYED_METADATA,
+  InvalidUtf8Error,
+  type Pet,
+  type PetServiceServer,
+  REQUEST_ID_METADATA,
+  REQUEST_ID_PATTERN,
+} from '@petstore/proto';
 import type { Logger } from 'pino';
 import type { PetServiceMetrics } from '../observability/metrics';
 import type { PageTokenCodec } from '../pets/page-token';
@@ -13,21 +20,26 @@ import { validateCreate, validateGet, validateList } from '../pets/pet-validatio
 
 /**
  * What {@link tolerantDeserialize} yields for bytes that are not a valid message, so the handler
- * can answer INVALID_ARGUMENT; grpc-js itself would answer INTERNAL.
+ * can answer INVALID_ARGUMENT saying why; grpc-js itself would answer INTERNAL.
  */
-export const UNDECODABLE = Symbol('undecodable request');
+export class Undecodable {
+  constructor(readonly problem: string) {}
+}
 
-/** Wraps a message decoder so that undecodable input becomes {@link UNDECODABLE}, not a throw. */
-export function tolerantDeserialize<T>(decode: (bytes: Buffer) => T): (bytes: Buffer) => T {
+/**
+ * Wraps a message decoder so that undecodable input becomes an {@link Undecodable}, not a throw.
+ * Give it a strict one (`strictUtf8Decoder`), so that text that is not valid UTF-8 is refused,
+ * never stored with U+FFFD in place of its bytes.
+ */
+export function tolerantDeserialize<T>(decode: (bytes: Buffer) => T): (bytes: Buffer) => T | Undecodable {
   return (bytes) => {
     try {
       return decode(bytes);
-    } catch {
-      return UNDECODABLE as T;
+    } catch (error) {
+      return new Undecodable(error instanceof InvalidUtf8Error ? error.message : 'is not a valid protobuf message');
     }
   };
 }
-
 
 export interface HandlerDependencies {
   readonly repository: PetRepository;
@@ -74,8 +86,8 @@ export function createPetServiceHandlers({
       };
       const request: Req = call.request;
       const handled =
-        (request as unknown) === UNDECODABLE
-          ? Promise.reject(PetServiceError.invalidArgument('request', 'is not a valid protobuf message'))
+        (request as unknown) instanceof Undecodable
+          ? Promise.reject(PetServiceError.invalidArgument('request', (request as Undecodable).problem))
           : handle(request, call);
       handled.then(
         (response) => {

@@ -7,6 +7,8 @@ import {
   MAX_PAGE_SIZE,
   NAME_MAX_CHARACTERS,
   NAME_MIN_CHARACTERS,
+  NAME_PATTERN,
+  NAME_PATTERN_PROBLEM,
 } from '@petstore/proto';
 import type { NewPetRecord, StoredStatus } from './pet-record';
 import { PetServiceError } from './pet-service-error';
@@ -23,6 +25,7 @@ export function validateCreate(request: CreatePetRequest): NewPetRecord {
   if (length < NAME_MIN_CHARACTERS || length > NAME_MAX_CHARACTERS) {
     throw PetServiceError.invalidArgument('name', `must be ${NAME_MIN_CHARACTERS} to ${NAME_MAX_CHARACTERS} characters`);
   }
+  if (!NAME_PATTERN.test(request.name)) throw PetServiceError.invalidArgument('name', NAME_PATTERN_PROBLEM);
   return {
     name: request.name,
     categoryId: positiveInt64('category_id', request.categoryId),

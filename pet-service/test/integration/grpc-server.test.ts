@@ -99,6 +99,7 @@ describe('pet service over gRPC (real server on port 0)', () => {
 
   const invalid: Array<[string, () => Promise<unknown>, string]> = [
     ['empty name', () => create(''), 'name'],
+    ['NUL in the name', () => create('a\u0000b'), 'name'],
     ['101-character name', () => create('x'.repeat(101)), 'name'],
     ['zero category', () => create('a', '0'), 'category_id'],
     ['negative category', () => create('a', '-5'), 'category_id'],
@@ -118,6 +119,43 @@ describe('pet service over gRPC (real server on port 0)', () => {
       expect(error.details, 'the status message stays readable in gRPC tools').to.equal(`${field}: ${violation?.description}`);
     });
   }
+
+  // Issue 17: invalid UTF-8 in a string field was decoded with U+FFFD in its place and stored.
+  describe('string fields that are not valid UTF-8', () => {
+    /** CreatePet with `name` as these bytes, exactly: field 1, length-delimited; category_id 1. */
+    const createPetBytes = (name: Buffer) => Buffer.concat([Buffer.from([0x0a, name.length]), name, Buffer.from([0x10, 0x01])]);
+    const sendRaw = (method: string, bytes: Buffer) =>
+      new Promise<unknown>((resolve, reject) =>
+        client.makeUnaryRequest(`/petstore.v1.PetService/${method}`, (value: Buffer) => value, (value: Buffer) => value, bytes, new Metadata(), (error, response) =>
+          error ? reject(error) : resolve(response),
+        ),
+      );
+
+    const cases: Array<[string, number[]]> = [
+      ['a lone continuation byte', [0x61, 0x80]],
+      ['a truncated sequence', [0x61, 0xc3]],
+      ['an overlong encoding of /', [0xc0, 0xaf]],
+      ['an encoded surrogate (CESU-8)', [0xed, 0xa0, 0x80]],
+      ['0xFF', [0xff]],
+    ];
+    for (const [what, bytes] of cases) {
+      it(`refuses CreatePet with ${what} in name: INVALID_ARGUMENT, nothing stored`, async () => {
+        const error = await expectStatus(sendRaw('CreatePet', createPetBytes(Buffer.from(bytes))), Status.INVALID_ARGUMENT, /^request: a string field is not valid UTF-8$/);
+        expect(fieldViolationOf(error.metadata)?.field).to.equal('request');
+        expect((await list({ pageSize: 100, pageToken: '', status: 0 })).pets).to.deep.equal([]);
+      });
+    }
+
+    it('refuses ListPets with a page_token that is not valid UTF-8', async () => {
+      await expectStatus(sendRaw('ListPets', Buffer.from([0x12, 0x02, 0x61, 0xff])), Status.INVALID_ARGUMENT, /^request: a string field is not valid UTF-8$/);
+    });
+
+    it('stores valid multi-byte UTF-8, and a leading U+FEFF, exactly as sent', async () => {
+      const name = '\ufeffCrème 🐶';
+      await sendRaw('CreatePet', createPetBytes(Buffer.from(name, 'utf8')));
+      expect((await get('1')).pet?.name).to.equal(name);
+    });
+  });
 
   it('sends the field violation as a standard google.rpc.Status in grpc-status-details-bin', async () => {
     const error = await expectStatus(create('a', '0'), Status.INVALID_ARGUMENT, /^category_id: /);

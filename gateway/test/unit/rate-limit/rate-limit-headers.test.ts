@@ -59,14 +59,25 @@ describe('rate-limit-headers', () => {
     expect(headers['Retry-After']).to.equal('1');
   });
 
-  it('describes a ban: nothing remaining, reset and Retry-After at its end', () => {
+  // Issue 17: the ban was reported as the minute window ("minute";r=0;t=898, whose policy says
+  // w=60), and the day window was left out.
+  it('describes a ban as a "ban" entry of its own: q=0 for its length, nothing remaining until it ends', () => {
     const until = AT + 899_400;
     const headers = rateLimitHeaders(banned(FREE, AT, until));
     expect(headers['Retry-After']).to.equal('900');
+    expect(headers['RateLimit-Policy']).to.equal('"minute";q=60;w=60, "day";q=1000;w=86400, "ban";q=0;w=900');
+    expect(headers.RateLimit).to.equal('"ban";r=0;t=900');
+    expect(headers['X-RateLimit-Limit']).to.equal('0');
     expect(headers['X-RateLimit-Remaining']).to.equal('0');
-    expect(headers['X-RateLimit-Limit']).to.equal('60');
     expect(headers['X-RateLimit-Reset']).to.equal(String(Math.ceil(until / 1000)));
-    expect(headers.RateLimit).to.equal('"minute";r=0;t=900');
+  });
+
+  it('leaves the "ban" entry out while no ban is in force', () => {
+    for (const decision of [decide(FREE, AT, [7, 9], undefined), decide(FREE, AT, [60, 70], 0)]) {
+      const headers = rateLimitHeaders(decision);
+      expect(headers['RateLimit-Policy']).to.equal('"minute";q=60;w=60, "day";q=1000;w=86400');
+      expect(headers.RateLimit).to.not.include('"ban"');
+    }
   });
 
   it('every numeric field is an integer', () => {

@@ -24,6 +24,16 @@ describe('pet-validation', () => {
     expectInvalid(() => validateCreate({ name: '', categoryId: '1', status: 0 }), 'name');
   });
 
+  // Issue 17: a NUL or another control character in a name was stored.
+  it('rejects a name with a control character, C0, DEL or C1, and accepts other text', () => {
+    for (const name of ['a\u0000b', '\u0001', 'tab\there', 'line\n', '\u001b[31mred', 'del\u007f', 'c1\u0085', '\u009f']) {
+      expectInvalid(() => validateCreate({ name, categoryId: '1', status: 0 }), 'name');
+    }
+    for (const name of ['Rex', 'Crème brûlée', '🐶 dog', 'a b', '\u00a0nbsp', '\u2028']) {
+      expect(() => validateCreate({ name, categoryId: '1', status: 0 }), JSON.stringify(name)).to.not.throw();
+    }
+  });
+
   it('rejects category ids that are not positive int64', () => {
     for (const categoryId of ['0', '-1', '9223372036854775808', '01', 'abc', '']) {
       expectInvalid(() => validateCreate({ name: 'a', categoryId, status: 0 }), 'category_id');
