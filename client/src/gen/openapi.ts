@@ -50,11 +50,11 @@ export interface components {
          */
         PetStatus: "available" | "pending" | "sold";
         NewPet: {
-            /** @description 1 to 100 characters (code points). */
+            /** @description 1 to 100 characters (code points), none of them a control character (U+0000 to U+001F, U+007F to U+009F). */
             name: string;
             /**
              * Format: int64
-             * @description Positive int64, emitted and accepted as a JSON number without rounding.
+             * @description Positive int64, emitted as a plain JSON integer without rounding. Accepted as any JSON number whose value is an integer in range, exactly: `100`, `100.0` and `1E2` are all 100.
              */
             categoryId: number;
             /** @default available */
@@ -124,15 +124,15 @@ export interface operations {
             /** @description A page of pets. When more exist, `Link` carries the next page with rel="next". */
             200: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit": number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining": number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset": number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy": string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit: string;
                     Link?: string;
                     [name: string]: unknown;
@@ -141,18 +141,18 @@ export interface operations {
                     "application/json": components["schemas"]["Pets"];
                 };
             };
-            /** @description Bad `limit`, `status` or `cursor`. Error codes: invalid_request. */
+            /** @description Bad `limit`, `status` or `cursor`, or two Authorization fields. Error codes: invalid_request. */
             400: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit": number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining": number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset": number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy": string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit: string;
                     [name: string]: unknown;
                 };
@@ -163,15 +163,15 @@ export interface operations {
             /** @description Missing or unknown API key. Error codes: unauthorized. */
             401: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit": number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining": number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset": number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy": string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit: string;
                     /** @description `Bearer realm="petstore"`, with `error="invalid_token"` when a Bearer credential was sent. */
                     "WWW-Authenticate": string;
@@ -184,15 +184,15 @@ export interface operations {
             /** @description The pet service refused the call. Error codes: forbidden. */
             403: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit": number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining": number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset": number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy": string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit: string;
                     [name: string]: unknown;
                 };
@@ -203,15 +203,15 @@ export interface operations {
             /** @description Known path, other method. Error codes: method_not_allowed. */
             405: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit": number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining": number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset": number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy": string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit: string;
                     Allow: string;
                     [name: string]: unknown;
@@ -223,15 +223,15 @@ export interface operations {
             /** @description Over the rate limit, the key is temporarily banned, or the pet service is over capacity. Error codes: rate_limited, api_key_banned. */
             429: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit": number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining": number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset": number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy": string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit: string;
                     /** @description Seconds until a retry can succeed. */
                     "Retry-After": number;
@@ -244,15 +244,15 @@ export interface operations {
             /** @description Unexpected failure. Error codes: internal. */
             500: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset"?: number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy"?: string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit?: string;
                     [name: string]: unknown;
                 };
@@ -263,15 +263,15 @@ export interface operations {
             /** @description The pet service is unavailable. Error codes: service_unavailable. */
             503: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit": number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining": number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset": number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy": string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit: string;
                     [name: string]: unknown;
                 };
@@ -282,15 +282,15 @@ export interface operations {
             /** @description The pet service did not answer in time. Error codes: gateway_timeout. */
             504: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit": number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining": number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset": number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy": string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit: string;
                     [name: string]: unknown;
                 };
@@ -319,15 +319,15 @@ export interface operations {
             /** @description Created, or the first result again for a retried Idempotency-Key. */
             201: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit": number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining": number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset": number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy": string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit: string;
                     /** @description /v1/pets/{id} */
                     Location: string;
@@ -339,18 +339,18 @@ export interface operations {
                     "application/json": components["schemas"]["Pet"];
                 };
             };
-            /** @description Body is not a JSON object, a field is missing or invalid, or a bad Idempotency-Key. Error codes: invalid_request. */
+            /** @description Body missing, not valid UTF-8, escaping an unpaired surrogate, nested more than 64 deep, not JSON or not a JSON object; a field missing or invalid; a bad Idempotency-Key; or two Authorization fields. Error codes: invalid_request. */
             400: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit": number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining": number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset": number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy": string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit: string;
                     [name: string]: unknown;
                 };
@@ -361,15 +361,15 @@ export interface operations {
             /** @description Missing or unknown API key. Error codes: unauthorized. */
             401: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit": number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining": number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset": number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy": string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit: string;
                     /** @description `Bearer realm="petstore"`, with `error="invalid_token"` when a Bearer credential was sent. */
                     "WWW-Authenticate": string;
@@ -382,15 +382,15 @@ export interface operations {
             /** @description The pet service refused the call. Error codes: forbidden. */
             403: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit": number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining": number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset": number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy": string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit: string;
                     [name: string]: unknown;
                 };
@@ -401,15 +401,15 @@ export interface operations {
             /** @description Known path, other method. Error codes: method_not_allowed. */
             405: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit": number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining": number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset": number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy": string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit: string;
                     Allow: string;
                     [name: string]: unknown;
@@ -421,15 +421,15 @@ export interface operations {
             /** @description The Idempotency-Key was already used with a different body. Error codes: conflict. */
             409: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit": number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining": number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset": number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy": string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit: string;
                     [name: string]: unknown;
                 };
@@ -440,15 +440,15 @@ export interface operations {
             /** @description Body over 64 KiB. Error codes: payload_too_large. */
             413: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit": number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining": number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset": number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy": string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit: string;
                     [name: string]: unknown;
                 };
@@ -456,18 +456,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Body is not application/json. Error codes: unsupported_media_type. */
+            /** @description Body is not application/json, or its charset is not utf-8. Error codes: unsupported_media_type. */
             415: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit": number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining": number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset": number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy": string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit: string;
                     [name: string]: unknown;
                 };
@@ -478,15 +478,15 @@ export interface operations {
             /** @description Over the rate limit, the key is temporarily banned, or the pet service is over capacity. Error codes: rate_limited, api_key_banned. */
             429: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit": number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining": number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset": number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy": string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit: string;
                     /** @description Seconds until a retry can succeed. */
                     "Retry-After": number;
@@ -499,15 +499,15 @@ export interface operations {
             /** @description Unexpected failure. Error codes: internal. */
             500: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset"?: number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy"?: string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit?: string;
                     [name: string]: unknown;
                 };
@@ -518,15 +518,15 @@ export interface operations {
             /** @description The pet service is unavailable. Error codes: service_unavailable. */
             503: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit": number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining": number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset": number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy": string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit: string;
                     [name: string]: unknown;
                 };
@@ -537,15 +537,15 @@ export interface operations {
             /** @description The pet service did not answer in time. Error codes: gateway_timeout. */
             504: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit": number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining": number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset": number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy": string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit: string;
                     [name: string]: unknown;
                 };
@@ -569,15 +569,15 @@ export interface operations {
             /** @description The pet. */
             200: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit": number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining": number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset": number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy": string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit: string;
                     /** @description RFC 9745: @<unix seconds>. */
                     Deprecation: string;
@@ -591,18 +591,18 @@ export interface operations {
                     "application/json": components["schemas"]["Pet"];
                 };
             };
-            /** @description `petId` is not a positive int64, or is not validly percent-encoded. Error codes: invalid_request. */
+            /** @description `petId` is not a positive int64, or is not validly percent-encoded, or two Authorization fields. Error codes: invalid_request. */
             400: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit": number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining": number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset": number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy": string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit: string;
                     /** @description RFC 9745: @<unix seconds>. */
                     Deprecation?: string;
@@ -619,15 +619,15 @@ export interface operations {
             /** @description Missing or unknown API key. Error codes: unauthorized. */
             401: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit": number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining": number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset": number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy": string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit: string;
                     /** @description `Bearer realm="petstore"`, with `error="invalid_token"` when a Bearer credential was sent. */
                     "WWW-Authenticate": string;
@@ -640,15 +640,15 @@ export interface operations {
             /** @description The pet service refused the call. Error codes: forbidden. */
             403: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit": number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining": number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset": number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy": string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit: string;
                     /** @description RFC 9745: @<unix seconds>. */
                     Deprecation?: string;
@@ -665,15 +665,15 @@ export interface operations {
             /** @description No pet with this id. Error codes: not_found. */
             404: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit": number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining": number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset": number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy": string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit: string;
                     /** @description RFC 9745: @<unix seconds>. */
                     Deprecation: string;
@@ -690,15 +690,15 @@ export interface operations {
             /** @description Known path, other method. Error codes: method_not_allowed. */
             405: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit": number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining": number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset": number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy": string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit: string;
                     Allow: string;
                     [name: string]: unknown;
@@ -710,15 +710,15 @@ export interface operations {
             /** @description The operation has reached its sunset. Error codes: gone. */
             410: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit": number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining": number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset": number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy": string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit: string;
                     /** @description RFC 9745: @<unix seconds>. */
                     Deprecation: string;
@@ -735,15 +735,15 @@ export interface operations {
             /** @description Over the rate limit, the key is temporarily banned, or the pet service is over capacity. Error codes: rate_limited, api_key_banned. */
             429: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit": number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining": number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset": number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy": string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit: string;
                     /** @description Seconds until a retry can succeed. */
                     "Retry-After": number;
@@ -762,15 +762,15 @@ export interface operations {
             /** @description Unexpected failure. Error codes: internal. */
             500: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit"?: number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset"?: number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy"?: string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit?: string;
                     /** @description RFC 9745: @<unix seconds>. */
                     Deprecation?: string;
@@ -787,15 +787,15 @@ export interface operations {
             /** @description The pet service is unavailable. Error codes: service_unavailable. */
             503: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit": number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining": number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset": number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy": string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit: string;
                     /** @description RFC 9745: @<unix seconds>. */
                     Deprecation?: string;
@@ -812,15 +812,15 @@ export interface operations {
             /** @description The pet service did not answer in time. Error codes: gateway_timeout. */
             504: {
                 headers: {
-                    /** @description Limit of the window closest to exhaustion. */
+                    /** @description Limit of the window closest to exhaustion; 0 during a ban. */
                     "X-RateLimit-Limit": number;
                     /** @description Requests left in that window; 0 on a 429 from the rate limiter. */
                     "X-RateLimit-Remaining": number;
                     /** @description Unix time, in seconds, at which that window (or a ban) ends. */
                     "X-RateLimit-Reset": number;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`; during a ban a `"ban";q=0;w=<seconds>` entry is added. */
                     "RateLimit-Policy": string;
-                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`. */
+                    /** @description draft-ietf-httpapi-ratelimit-headers-10, e.g. `"minute";r=59;t=42`; during a ban only `"ban";r=0;t=<seconds left>`. */
                     RateLimit: string;
                     /** @description RFC 9745: @<unix seconds>. */
                     Deprecation?: string;
