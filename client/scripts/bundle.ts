@@ -1,0 +1,30 @@
+import { build } from 'esbuild';
+import { writeFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+const ENTRY = join(__dirname, '../src/index.ts');
+
+/**
+ * The client as one ES module for browsers: everything bundled, for the `browser` platform, so a
+ * Node-only import fails the build instead of the page.
+ */
+export async function bundleForBrowser(): Promise<string> {
+  const result = await build({
+    entryPoints: [ENTRY],
+    bundle: true,
+    format: 'esm',
+    platform: 'browser',
+    target: 'es2022',
+    write: false,
+    logLevel: 'silent',
+  });
+  return result.outputFiles[0]!.text;
+}
+
+if (require.main === module) {
+  void bundleForBrowser().then((code) => {
+    const out = join(__dirname, '../dist');
+    mkdirSync(out, { recursive: true });
+    writeFileSync(join(out, 'petstore-client.js'), code);
+  });
+}
