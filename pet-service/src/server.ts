@@ -12,7 +12,7 @@ import {
   PROTO_ROOT,
   strictUtf8Decoder,
 } from '@petstore/proto';
-import { HealthImplementation } from 'grpc-health-check';
+import { HealthImplementation, protoPath as HEALTH_PROTO } from 'grpc-health-check';
 import pino, { type Logger } from 'pino';
 import { InstrumentedRepository } from './store/instrumented-repository';
 import { createMetrics, type PetServiceMetrics } from './observability/metrics';
@@ -120,7 +120,10 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
   health.addToServer(server);
   const storeHealth = new StoreHealthMonitor(repository, health, HEALTH_SERVICES, logger);
 
-  const definition = loadSync(PET_SERVICE_PROTO, { includeDirs: [PROTO_ROOT] });
+  // keepCase: reflection serves the .proto's own field names (`category_id`, as the service's
+  // errors say), not proto-loader's camelCase, so `grpcurl -d '{"category_id": 1}'` works. The
+  // health proto is loaded too, so that reflection lists and describes grpc.health.v1.Health.
+  const definition = loadSync([PET_SERVICE_PROTO, HEALTH_PROTO], { includeDirs: [PROTO_ROOT], keepCase: true });
   new ReflectionService(definition).addToServer(server);
 
   const port = await new Promise<number>((resolve, reject) => {
