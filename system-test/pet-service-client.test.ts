@@ -1,5 +1,4 @@
 import { createServer as createTcpServer, connect, type Server as TcpServer, type Socket } from 'node:net';
-import { Writable } from 'node:stream';
 import { status as Status, type ServiceError } from '@grpc/grpc-js';
 import {
   callMetadata,
@@ -9,9 +8,10 @@ import {
   READ_RETRY_BACKOFF_MS,
 } from '@petstore/proto';
 import { expect } from 'chai';
-import pino from 'pino';
+import type pino from 'pino';
 import { createServer, type RunningServer } from '../pet-service/src/server';
 import { MemoryPetRepository } from '../pet-service/src/store/memory-pet-repository';
+import { capturedLogs } from './support/captured-logs';
 import { addFakeDnsName } from './support/fake-dns-preload';
 import { startScriptedPetService, type ScriptedPetService } from './support/scripted-pet-service';
 
@@ -173,14 +173,8 @@ describe('createPetServiceClient (@petstore/proto) against real gRPC servers on 
   });
 
   it('sends x-request-id and x-caller-id, the client-wide caller id unless a call names its own', async () => {
-    const lines: Array<Record<string, unknown>> = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
-        done();
-      },
-    });
-    const server = await petService({ logger: pino(sink) });
+    const { logger, lines } = capturedLogs();
+    const server = await petService({ logger });
     cleanups.push(() => server.shutdown());
     const target = `127.0.0.1:${server.port}`;
     const billing = client(target, { callerId: 'svc:billing' });

@@ -18,6 +18,7 @@ import { InstrumentedRepository } from './store/instrumented-repository';
 import { createMetrics, type PetServiceMetrics } from './observability/metrics';
 import { PageTokenCodec } from './pets/page-token';
 import type { PetRepository } from './store/pet-repository';
+import { withProtocMapEntryNames } from './grpc/map-entry-names';
 import { createPetServiceHandlers, tolerantDeserialize } from './grpc/pet-service-handlers';
 import { StoreHealthMonitor } from './store/store-health';
 import { createWriteLimiter } from './store/write-limiter';
@@ -124,7 +125,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
   // errors say), not proto-loader's camelCase, so `grpcurl -d '{"category_id": 1}'` works. The
   // health proto is loaded too, so that reflection lists and describes grpc.health.v1.Health.
   const definition = loadSync([PET_SERVICE_PROTO, HEALTH_PROTO], { includeDirs: [PROTO_ROOT], keepCase: true });
-  new ReflectionService(definition).addToServer(server);
+  new ReflectionService(withProtocMapEntryNames(definition)).addToServer(server);
 
   const port = await new Promise<number>((resolve, reject) => {
     server.bindAsync(`${options.host}:${options.port}`, ServerCredentials.createInsecure(), (error, bound) =>

@@ -3,6 +3,7 @@ import { loadSync } from '@grpc/proto-loader';
 import { fieldViolationOf, PET_SERVICE_NAME, PetServiceClient } from '@petstore/proto';
 import { expect } from 'chai';
 import { FileDescriptorProto, type IDescriptorProto, type IFileDescriptorProto } from 'protobufjs/ext/descriptor';
+import { mapEntryName } from '../../src/grpc/map-entry-names';
 import { MemoryPetRepository } from '../../src/store/memory-pet-repository';
 import { createServer, type RunningServer } from '../../src/server';
 
@@ -103,6 +104,24 @@ describe('pet service server reflection (grpc.reflection.v1, real server on port
     const violated = fieldViolationOf(error.metadata)?.field;
     expect(violated).to.equal('category_id');
     expect(fieldNames(await filesContaining(reflection, 'petstore.v1.CreatePetRequest'), 'petstore.v1.CreatePetRequest')).to.include(violated);
+  });
+
+  it('names every map entry message as protoc does, which protobuf-go (grpcurl) insists on', async () => {
+    const checked: string[] = [];
+    for (const symbol of [PET_SERVICE_NAME, 'grpc.health.v1.Health']) {
+      for (const file of await filesContaining(reflection, symbol)) {
+        const visit = (message: IDescriptorProto, scope: string): void => {
+          for (const entry of (message.nestedType ?? []).filter((type) => type.options?.mapEntry === true)) {
+            const field = message.field?.find((candidate) => candidate.typeName?.split('.').at(-1) === entry.name);
+            checked.push(`${scope}.${message.name}.${field?.name}`);
+            expect(entry.name, `map field ${field?.name} of ${message.name}`).to.equal(mapEntryName(field?.name ?? ''));
+          }
+          for (const nested of message.nestedType ?? []) visit(nested, `${scope}.${message.name}`);
+        };
+        for (const message of file.messageType ?? []) visit(message, file.package ?? '');
+      }
+    }
+    expect(checked, 'map fields checked').to.include.members(['grpc.health.v1.HealthListResponse.statuses']);
   });
 
   it('resolves grpc.health.v1.Health to its methods and messages', async () => {
