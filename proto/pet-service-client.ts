@@ -17,6 +17,7 @@ import {
   type ListPetsResponse,
   PetServiceClient,
 } from './gen/petstore/v1/pet_service';
+import { IDEMPOTENCY_KEY_PATTERN } from './contract';
 import { CALLER_ID_METADATA, IDEMPOTENT_REPLAYED_METADATA } from './metadata';
 
 /** The methods of petstore.v1.PetService, as named on the wire. */
@@ -135,13 +136,18 @@ type Unary<Req, Res> = (
  * @param target `host:port`, or `dns:///name:port` (a headless Service) to balance over every pod.
  */
 export function createPetServiceClient(target: string, options: PetServiceClientOptions = {}): PromisePetServiceClient {
+  const deadlineMs = options.deadlineMs ?? 2000;
+  // Fail at start-up, not on the first create the pet service refuses.
+  if (!(deadlineMs > 0 && Number.isFinite(deadlineMs))) throw new RangeError(`deadlineMs: must be a positive number of milliseconds, not ${deadlineMs}`);
+  const { onCallEnd, callerId } = options;
+  if (callerId !== undefined && !IDEMPOTENCY_KEY_PATTERN.test(callerId)) {
+    throw new RangeError('callerId: must be 1 to 255 visible ASCII characters, as the pet service requires of x-caller-id');
+  }
   const client = new PetServiceClient(target, options.credentials ?? grpcCredentials.createInsecure(), {
     ...defaultChannelOptions(options.keepalive),
     ...options.channelOptions,
   });
   const channel = client.getChannel() as Channel;
-  const { onCallEnd, callerId } = options;
-  const deadlineMs = options.deadlineMs ?? 2000;
   const once = <Req, Res>(
     method: Unary<Req, Res>,
     request: Req,

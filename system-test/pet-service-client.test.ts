@@ -196,6 +196,14 @@ describe('createPetServiceClient (@petstore/proto) against real gRPC servers on 
     expect(named, 'a caller id in the call metadata wins').to.deep.include({ replayed: true, pet: first.pet });
   });
 
+  it('refuses at once a caller id the pet service would refuse, and a deadline that is not positive', () => {
+    expect(() => createPetServiceClient('127.0.0.1:1', { callerId: 'svc billing' })).to.throw(RangeError, /callerId/);
+    expect(() => createPetServiceClient('127.0.0.1:1', { callerId: '' })).to.throw(RangeError, /callerId/);
+    for (const deadlineMs of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
+      expect(() => createPetServiceClient('127.0.0.1:1', { deadlineMs }), String(deadlineMs)).to.throw(RangeError, /deadlineMs/);
+    }
+  });
+
   it('detects a connection gone silent with keepalive pings, where without them a call waits out its deadline', async () => {
     expect(defaultChannelOptions(), 'keepalive is on by default').to.include({ 'grpc.keepalive_permit_without_calls': 1 }).and.have.property('grpc.keepalive_time_ms');
     const server = await petService();
