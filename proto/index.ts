@@ -6,6 +6,7 @@ export * from './gen/petstore/v1/pet_service';
 export * from './contract';
 export * from './metadata';
 export * from './field-violation';
+export * from './pet-service-client';
 
 import { dirname, join } from 'node:path';
 

@@ -1,3 +1,5 @@
+import { Metadata } from '@grpc/grpc-js';
+
 /**
  * gRPC metadata keys the gateway and the pet service agree on, beside the messages of the
  * contract: a rename on one side only would silently drop the value.
@@ -14,3 +16,22 @@ export const IDEMPOTENT_REPLAYED_METADATA = 'idempotent-replayed';
  * more than the status line (see `field-violation.ts`).
  */
 export const STATUS_DETAILS_METADATA = 'grpc-status-details-bin';
+
+/** What {@link callMetadata} puts in a call's metadata; each one left out is not sent. */
+export interface CallMetadataValues {
+  /** `x-request-id`: logged by the pet service with the call (see `REQUEST_ID_PATTERN`). */
+  readonly requestId?: string;
+  /** `x-caller-id`: who is calling; idempotency keys are scoped to it. */
+  readonly callerId?: string;
+  /** `idempotency-key`: makes a CreatePet safe to repeat (with the same request). */
+  readonly idempotencyKey?: string;
+}
+
+/** The metadata of one call, built from the values the contract names. */
+export function callMetadata(values: CallMetadataValues): Metadata {
+  const metadata = new Metadata();
+  if (values.requestId !== undefined) metadata.set(REQUEST_ID_METADATA, values.requestId);
+  if (values.callerId !== undefined) metadata.set(CALLER_ID_METADATA, values.callerId);
+  if (values.idempotencyKey !== undefined) metadata.set(IDEMPOTENCY_KEY_METADATA, values.idempotencyKey);
+  return metadata;
+}

@@ -1,11 +1,10 @@
 import { once } from 'node:events';
 import { type ClientRequest, type IncomingHttpHeaders, request as httpRequest } from 'node:http';
-import { Writable } from 'node:stream';
 import { expect } from 'chai';
-import pino from 'pino';
 import { openApiDocumentFor } from '../gateway/src/http/openapi';
 import { createMetrics, type GatewayMetrics } from '../gateway/src/observability/metrics';
 import { parseRoutes, type ProxyRoute } from '../gateway/src/upstream/routes-file';
+import { capturedLogs } from './support/captured-logs';
 import { startHttpUpstream, type HttpUpstream } from './support/http-upstream';
 import { expectWithinContract } from './support/openapi-validator';
 import { freePort } from './support/redis-server';
@@ -371,15 +370,9 @@ describe('routes proxied to HTTP upstreams', function () {
   });
 
   it('labels logs and metrics with the configured prefix, never the raw path', async () => {
-    const lines: Array<Record<string, unknown>> = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _encoding, callback) {
-        lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
-        callback();
-      },
-    });
+    const { logger, lines } = capturedLogs();
     const metrics: GatewayMetrics = createMetrics();
-    const observed = await start({ logger: pino(sink), metrics });
+    const observed = await start({ logger, metrics });
     await send('/v1/store/orders/8472/items', { headers: { ...PRO, 'x-request-id': 'proxy-label-1' }, on: observed });
     await send('/v1/store/down/9', { headers: PRO, on: observed });
     const text = await metrics.registry.metrics();

@@ -12,12 +12,13 @@ import {
   PROTO_ROOT,
   strictUtf8Decoder,
 } from '@petstore/proto';
-import { HealthImplementation } from 'grpc-health-check';
+import { HealthImplementation, protoPath as HEALTH_PROTO } from 'grpc-health-check';
 import pino, { type Logger } from 'pino';
 import { InstrumentedRepository } from './store/instrumented-repository';
 import { createMetrics, type PetServiceMetrics } from './observability/metrics';
 import { PageTokenCodec } from './pets/page-token';
 import type { PetRepository } from './store/pet-repository';
+import { withProtocMapEntryNames } from './grpc/map-entry-names';
 import { createPetServiceHandlers, tolerantDeserialize } from './grpc/pet-service-handlers';
 import { StoreHealthMonitor } from './store/store-health';
 import { createWriteLimiter } from './store/write-limiter';
@@ -120,8 +121,11 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
   health.addToServer(server);
   const storeHealth = new StoreHealthMonitor(repository, health, HEALTH_SERVICES, logger);
 
-  const definition = loadSync(PET_SERVICE_PROTO, { includeDirs: [PROTO_ROOT] });
-  new ReflectionService(definition).addToServer(server);
+  // keepCase: reflection serves the .proto's own field names (`category_id`, as the service's
+  // errors say), not proto-loader's camelCase, so `grpcurl -d '{"category_id": 1}'` works. The
+  // health proto is loaded too, so that reflection lists and describes grpc.health.v1.Health.
+  const definition = loadSync([PET_SERVICE_PROTO, HEALTH_PROTO], { includeDirs: [PROTO_ROOT], keepCase: true });
+  new ReflectionService(withProtocMapEntryNames(definition)).addToServer(server);
 
   const port = await new Promise<number>((resolve, reject) => {
     server.bindAsync(`${options.host}:${options.port}`, ServerCredentials.createInsecure(), (error, bound) =>

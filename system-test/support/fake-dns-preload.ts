@@ -2,12 +2,13 @@
  * Preloaded into a service process (`--require`) to give test host names several addresses
  * without a DNS server: `FAKE_DNS="pets.test=127.0.0.1,127.0.0.2"`. grpc-js's `dns:///` resolver
  * asks `dns.promises.lookup(name, { all: true })` for addresses and `resolveTxt` for a service
- * config; both are answered here for the listed names and passed through for any other.
+ * config; both are answered here for the listed names and passed through for any other. A test
+ * that runs grpc-js in its own process imports it and adds names with {@link addFakeDnsName}.
  */
 import dns from 'node:dns';
 import { isIP } from 'node:net';
 
-const table = new Map(
+const table = new Map<string, readonly string[]>(
   (process.env.FAKE_DNS ?? '')
     .split(';')
     .filter((entry) => entry !== '')
@@ -27,3 +28,9 @@ dns.promises.lookup = ((hostname: string, options?: dns.LookupOptions) => {
 }) as typeof lookup;
 
 dns.promises.resolveTxt = (hostname: string) => (table.has(hostname) ? Promise.resolve([]) : resolveTxt(hostname));
+
+/** Makes `name` resolve to `addresses` in this process; the returned function removes it. */
+export function addFakeDnsName(name: string, addresses: readonly string[]): () => void {
+  table.set(name, addresses);
+  return () => table.delete(name);
+}

@@ -1,5 +1,5 @@
-import { Metadata } from '@grpc/grpc-js';
-import { CALLER_ID_METADATA, IDEMPOTENCY_KEY_METADATA, isPositiveInt64, REQUEST_ID_METADATA } from '@petstore/proto';
+import type { Metadata } from '@grpc/grpc-js';
+import { callMetadata, isPositiveInt64 } from '@petstore/proto';
 import { type ErrorRequestHandler, type Response, Router } from 'express';
 import { ApiError } from './api-error';
 import { deprecated } from './deprecation';
@@ -61,13 +61,14 @@ export function createPetsRouter({ petClient, now, validate = true }: PetsRouter
       }
       if (validate && !validateNewPet(body)) throw new ApiError(400, 'invalid_request', describeFirstError(validateNewPet.errors, 'body'));
       const pet = body as NewPetBody;
-      const metadata = requestMetadata(response);
       const idempotencyKey = request.headers['idempotency-key'];
-      if (idempotencyKey !== undefined) {
-        if (!validateIdempotencyKey(idempotencyKey)) throw ApiError.invalid('Idempotency-Key', 'must be 1 to 255 visible ASCII characters');
-        metadata.set(IDEMPOTENCY_KEY_METADATA, idempotencyKey as string);
-        metadata.set(CALLER_ID_METADATA, callerOf(response.locals)!.id);
+      if (idempotencyKey !== undefined && !validateIdempotencyKey(idempotencyKey)) {
+        throw ApiError.invalid('Idempotency-Key', 'must be 1 to 255 visible ASCII characters');
       }
+      // The key is scoped to the caller: the API key's id.
+      const metadata = idempotencyKey === undefined
+        ? requestMetadata(response)
+        : callMetadata({ requestId: requestIdOf(response), idempotencyKey: idempotencyKey as string, callerId: callerOf(response.locals)!.id });
       const created = await petClient.createPet({
         name: pet.name,
         categoryId: pet.categoryId.toString(),
@@ -103,9 +104,7 @@ const namePetId: ErrorRequestHandler = (error, _request, _response, next) => {
 
 /** Carries the request id to the pet service, so both services log the same id. */
 function requestMetadata(response: Response): Metadata {
-  const metadata = new Metadata();
-  metadata.set(REQUEST_ID_METADATA, requestIdOf(response));
-  return metadata;
+  return callMetadata({ requestId: requestIdOf(response) });
 }
 
 /** Answers any method a route does not serve: 405 with `Allow`. */

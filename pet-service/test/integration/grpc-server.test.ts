@@ -20,8 +20,7 @@ import { BadRequest } from '@petstore/proto/gen/google/rpc/error_details';
 import { Status as RpcStatus } from '@petstore/proto/gen/google/rpc/status';
 import { expect } from 'chai';
 import { service as healthService } from 'grpc-health-check';
-import { loadSync } from '@grpc/proto-loader';
-import { loadPackageDefinition, makeGenericClientConstructor } from '@grpc/grpc-js';
+import { makeGenericClientConstructor } from '@grpc/grpc-js';
 import pino from 'pino';
 import { MemoryPetRepository } from '../../src/store/memory-pet-repository';
 import { createServer, type RunningServer } from '../../src/server';
@@ -202,33 +201,7 @@ describe('pet service over gRPC (real server on port 0)', () => {
     expect(await stopping).to.deep.equal({ forced: false });
     health.close();
   });
-
-  it('lists its services through server reflection', async () => {
-    const definition = loadSync('grpc/reflection/v1alpha/reflection.proto', {
-      includeDirs: [require.resolve('@grpc/reflection/package.json').replace(/package\.json$/, 'build/proto')],
-    });
-    const grpcPackage = loadPackageDefinition(definition) as never as {
-      grpc: { reflection: { v1alpha: { ServerReflection: new (address: string, creds: unknown) => ReflectionStub } } };
-    };
-    const stub = new grpcPackage.grpc.reflection.v1alpha.ServerReflection(`127.0.0.1:${server.port}`, credentials.createInsecure());
-    const services = await new Promise<string[]>((resolve, reject) => {
-      const stream = stub.ServerReflectionInfo();
-      stream.on('data', (response: { listServicesResponse?: { service: Array<{ name: string }> } }) => {
-        resolve(response.listServicesResponse!.service.map((service) => service.name));
-        stream.end();
-      });
-      stream.on('error', reject);
-      stream.write({ listServices: '*' });
-    });
-    expect(services).to.include(PET_SERVICE_NAME);
-    stub.close();
-  });
 });
-
-interface ReflectionStub {
-  ServerReflectionInfo(): NodeJS.ReadWriteStream & { end(): void; write(message: unknown): boolean };
-  close(): void;
-}
 
 interface HealthStub {
   check(request: { service: string }, callback: (error: ServiceError | null, response?: { status: string }) => void): void;

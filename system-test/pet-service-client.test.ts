@@ -1,0 +1,222 @@
+import { createServer as createTcpServer, connect, type Server as TcpServer, type Socket } from 'node:net';
+import { status as Status, type ServiceError } from '@grpc/grpc-js';
+import {
+  callMetadata,
+  createPetServiceClient,
+  defaultChannelOptions,
+  type PromisePetServiceClient,
+  READ_RETRY_BACKOFF_MS,
+} from '@petstore/proto';
+import { expect } from 'chai';
+import type pino from 'pino';
+import { createServer, type RunningServer } from '../pet-service/src/server';
+import { MemoryPetRepository } from '../pet-service/src/store/memory-pet-repository';
+import { capturedLogs } from './support/captured-logs';
+import { addFakeDnsName } from './support/fake-dns-preload';
+import { startScriptedPetService, type ScriptedPetService } from './support/scripted-pet-service';
+
+const LIST = { pageSize: 1, pageToken: '', status: 0 };
+const PET = { id: '1', name: 'Rex', categoryId: '1', status: 1 };
+
+/** The gRPC status a call failed with (fails the test if it succeeded). */
+async function failure(call: Promise<unknown>): Promise<Status> {
+  try {
+    await call;
+  } catch (error) {
+    return (error as ServiceError).code;
+  }
+  return expect.fail('the call succeeded');
+}
+
+/** A real pet service on a loopback address, the memory store its only dependency. */
+function petService(options: { host?: string; port?: number; repository?: MemoryPetRepository; logger?: pino.Logger } = {}): Promise<RunningServer> {
+  return createServer({
+    host: options.host ?? '127.0.0.1',
+    port: options.port ?? 0,
+    repository: options.repository ?? new MemoryPetRepository(),
+    pageTokenSecret: 's',
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
+  });
+}
+
+/** Gets that wait in the store until released: a call the pet service holds for as long as the test likes. */
+class HeldGetsRepository extends MemoryPetRepository {
+  release: () => void = () => undefined;
+  private readonly gate = new Promise<void>((resolve) => (this.release = resolve));
+
+  override async get(id: bigint) {
+    await this.gate;
+    return super.get(id);
+  }
+}
+
+/**
+ * A TCP proxy that can go silent: after `freeze()` it forwards nothing and closes nothing, as a
+ * peer that vanished (a lost node, a partition) looks to the client.
+ */
+async function freezableProxy(targetPort: number): Promise<{ port: number; freeze(): void; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  let frozen = false;
+  const track = (socket: Socket) => {
+    sockets.add(socket);
+    socket.on('error', () => socket.destroy());
+    socket.on('close', () => sockets.delete(socket));
+  };
+  const server: TcpServer = createTcpServer((inbound) => {
+    track(inbound);
+    if (frozen) {
+      inbound.pause();
+      return;
+    }
+    const outbound = connect(targetPort, '127.0.0.1');
+    track(outbound);
+    inbound.pipe(outbound);
+    outbound.pipe(inbound);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as { port: number }).port,
+    freeze() {
+      frozen = true;
+      for (const socket of sockets) {
+        socket.unpipe();
+        socket.pause();
+      }
+    },
+    close: () =>
+      new Promise((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+describe('createPetServiceClient (@petstore/proto) against real gRPC servers on port 0', function () {
+  this.timeout(30_000);
+  const cleanups: Array<() => unknown> = [];
+  const client = (target: string, options: Parameters<typeof createPetServiceClient>[1] = {}): PromisePetServiceClient => {
+    const made = createPetServiceClient(target, options);
+    cleanups.push(() => made.close());
+    return made;
+  };
+
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+
+  it('gives every call its deadline: a call the pet service holds ends DEADLINE_EXCEEDED', async () => {
+    const repository = new HeldGetsRepository();
+    const server = await petService({ repository });
+    cleanups.push(() => server.shutdown(), () => repository.release());
+    const pets = client(`127.0.0.1:${server.port}`, { deadlineMs: 300 });
+
+    const started = Date.now();
+    expect(await failure(pets.getPet({ id: '1' }))).to.equal(Status.DEADLINE_EXCEEDED);
+    expect(Date.now() - started).to.be.at.least(290);
+  });
+
+  describe('on UNAVAILABLE from a replica (a scripted server: the real one cannot fail on cue)', () => {
+    let scripted: ScriptedPetService;
+
+    beforeEach(async () => {
+      scripted = await startScriptedPetService({
+        // Two failures, then an answer: the read succeeds on its last allowed attempt.
+        getPet: (attempt) => (attempt <= READ_RETRY_BACKOFF_MS.length ? { fail: Status.UNAVAILABLE } : { pet: PET }),
+        listPets: () => ({ fail: Status.UNAVAILABLE }),
+        createPet: () => ({ fail: Status.UNAVAILABLE }),
+      });
+      cleanups.push(() => scripted.close());
+    });
+
+    it('retries reads per the policy, at most twice, and never a create', async () => {
+      const pets = client(`127.0.0.1:${scripted.port}`);
+
+      expect((await pets.getPet({ id: '1' })).pet?.name).to.equal('Rex');
+      expect(scripted.calls.getPet, 'GetPet attempts').to.equal(1 + READ_RETRY_BACKOFF_MS.length);
+
+      expect(await failure(pets.listPets(LIST))).to.equal(Status.UNAVAILABLE);
+      expect(scripted.calls.listPets, 'ListPets attempts').to.equal(1 + READ_RETRY_BACKOFF_MS.length);
+
+      expect(await failure(pets.createPet({ name: 'Rex', categoryId: '1', status: 0 }))).to.equal(Status.UNAVAILABLE);
+      expect(scripted.calls.createPet, 'CreatePet attempts').to.equal(1);
+    });
+
+    it('retries nothing with retryReads: false', async () => {
+      const pets = client(`127.0.0.1:${scripted.port}`, { retryReads: false });
+      expect(await failure(pets.getPet({ id: '1' }))).to.equal(Status.UNAVAILABLE);
+      expect(scripted.calls.getPet).to.equal(1);
+    });
+  });
+
+  it('spreads calls round_robin over every address of a dns:/// name', async () => {
+    // Two replicas on one port, as behind a headless Service; each store holds a pet 1 of its own name.
+    const replicas: RunningServer[] = [];
+    for (const [host, name] of [['127.0.0.1', 'first'], ['127.0.0.2', 'second']] as const) {
+      const repository = new MemoryPetRepository();
+      await repository.create({ name, categoryId: 1n, status: 'available' });
+      const replica = await petService({ host, port: replicas[0]?.port ?? 0, repository });
+      replicas.push(replica);
+      cleanups.push(() => replica.shutdown());
+    }
+    cleanups.push(addFakeDnsName('pets.test', ['127.0.0.1', '127.0.0.2']));
+    const pets = client(`dns:///pets.test:${replicas[0]!.port}`);
+    const nameOfPet1 = async () => (await pets.getPet({ id: '1' })).pet!.name;
+
+    // The channel is READY with its first connection; the second joins a moment later.
+    const seen = new Set<string>();
+    for (let call = 0; call < 50 && seen.size < 2; call += 1) seen.add(await nameOfPet1());
+    expect([...seen], 'replicas reached').to.have.members(['first', 'second']);
+    const names: string[] = [];
+    for (let call = 0; call < 20; call += 1) names.push(await nameOfPet1());
+    expect(names.filter((name) => name === 'first'), names.join(' ')).to.have.length(10);
+    for (let call = 1; call < names.length; call += 1) expect(names[call], 'consecutive calls').to.not.equal(names[call - 1]);
+  });
+
+  it('sends x-request-id and x-caller-id, the client-wide caller id unless a call names its own', async () => {
+    const { logger, lines } = capturedLogs();
+    const server = await petService({ logger });
+    cleanups.push(() => server.shutdown());
+    const target = `127.0.0.1:${server.port}`;
+    const billing = client(target, { callerId: 'svc:billing' });
+    const shipping = client(target, { callerId: 'svc:shipping' });
+    const create = (pets: PromisePetServiceClient, metadata = callMetadata({ idempotencyKey: 'order-7' })) =>
+      pets.createPet({ name: 'Rex', categoryId: '1', status: 0 }, metadata);
+
+    await billing.listPets(LIST, callMetadata({ requestId: 'req-42' }));
+    expect(lines.find((line) => line.method === 'ListPets')?.requestId).to.equal('req-42');
+
+    // The pet service scopes idempotency keys to x-caller-id: one key, two callers, two pets.
+    const first = await create(billing);
+    expect(first.replayed).to.equal(false);
+    expect(await create(billing)).to.deep.include({ replayed: true, pet: first.pet });
+    const other = await create(shipping);
+    expect(other.replayed, "another caller's key").to.equal(false);
+    expect(other.pet?.id).to.not.equal(first.pet?.id);
+    const named = await create(shipping, callMetadata({ idempotencyKey: 'order-7', callerId: 'svc:billing' }));
+    expect(named, 'a caller id in the call metadata wins').to.deep.include({ replayed: true, pet: first.pet });
+  });
+
+  it('refuses at once a caller id the pet service would refuse, and a deadline that is not positive', () => {
+    expect(() => createPetServiceClient('127.0.0.1:1', { callerId: 'svc billing' })).to.throw(RangeError, /callerId/);
+    expect(() => createPetServiceClient('127.0.0.1:1', { callerId: '' })).to.throw(RangeError, /callerId/);
+    for (const deadlineMs of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
+      expect(() => createPetServiceClient('127.0.0.1:1', { deadlineMs }), String(deadlineMs)).to.throw(RangeError, /deadlineMs/);
+    }
+  });
+
+  it('detects a connection gone silent with keepalive pings, where without them a call waits out its deadline', async () => {
+    expect(defaultChannelOptions(), 'keepalive is on by default').to.include({ 'grpc.keepalive_permit_without_calls': 1 }).and.have.property('grpc.keepalive_time_ms');
+    const server = await petService();
+    cleanups.push(() => server.shutdown());
+    const outcomes: Status[] = [];
+    for (const keepalive of [{ timeMs: 100, timeoutMs: 200 }, false] as const) {
+      const proxy = await freezableProxy(server.port);
+      cleanups.push(() => proxy.close());
+      const pets = client(`127.0.0.1:${proxy.port}`, { keepalive, deadlineMs: 3000 });
+      await pets.listPets(LIST);
+      proxy.freeze();
+      outcomes.push(await failure(pets.listPets(LIST)));
+    }
+    expect(outcomes.map((code) => Status[code])).to.deep.equal(['UNAVAILABLE', 'DEADLINE_EXCEEDED']);
+  });
+});
