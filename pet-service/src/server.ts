@@ -8,6 +8,7 @@ import { InstrumentedRepository } from './store/instrumented-repository';
 import { createMetrics, type PetServiceMetrics } from './observability/metrics';
 import { PageTokenCodec } from './pets/page-token';
 import type { PetRepository } from './store/pet-repository';
+import { DEFAULT_SLOW_CALL_MS } from './config';
 import { createPetServiceHandlers, tolerantDeserialize } from './grpc/pet-service-handlers';
 import { StoreHealthMonitor } from './store/store-health';
 import { createWriteLimiter } from './store/write-limiter';
@@ -41,6 +42,10 @@ export interface ServerOptions {
    * five minutes.
    */
   readonly maxConnectionAgeMs?: number;
+  /** Successful calls faster than this are logged at debug, others at info (unset: 100; 0: all at info). */
+  readonly slowCallMs?: number;
+  /** Monotonic time in ns that calls are timed with (tests; unset: `process.hrtime.bigint`). */
+  readonly clock?: () => bigint;
 }
 
 export interface RunningServer {
@@ -96,6 +101,8 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
       logger,
       metrics,
       forcedShutdown: forcedShutdown.signal,
+      slowCallMs: options.slowCallMs ?? DEFAULT_SLOW_CALL_MS,
+      clock: options.clock ?? process.hrtime.bigint,
     }),
   );
 
