@@ -7,20 +7,26 @@ import { credentials, Metadata } from '@grpc/grpc-js';
 import { type ListPetsRequest, PetServiceClient, PetStatus } from '@petstore/proto';
 import type { PetClient } from '../gateway/src/pet-service-client/pet-client';
 
-/** User plus system CPU seconds of a process, from /proc (clock ticks of 1/100 s). */
-export function cpuSeconds(pid: number): number {
+/** User and system CPU seconds of a process, from /proc (clock ticks of 1/100 s). */
+export function cpuTimes(pid: number): { user: number; system: number } {
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
+    return { user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 };
   } catch {
-    return 0; // exited meanwhile
+    return { user: 0, system: 0 }; // exited meanwhile
   }
 }
 
+/** User plus system CPU seconds of a process. */
+export function cpuSeconds(pid: number): number {
+  const { user, system } = cpuTimes(pid);
+  return user + system;
+}
+
 /**
- * The pet service's Node flags in every benchmark: the heap sized for a container
- * (docs/operations.md). Live heap after a full GC is under 20 MB; without a ceiling V8 lets
- * garbage pile up to ~80 MB between major collections.
+ * The pet service's Node flags in every benchmark, as in its image (docs/operations.md): live
+ * heap after a full GC is under 20 MB, and without a ceiling V8 lets garbage pile up to ~80 MB
+ * between major collections.
  */
 export const PET_SERVICE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4', '--max-old-space-size=128'];
 
