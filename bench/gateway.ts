@@ -10,11 +10,10 @@
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { credentials, Metadata } from '@grpc/grpc-js';
-import { PetServiceClient, PetStatus } from '@petstore/proto';
 import autocannon from 'autocannon';
 import { sha256Hex } from '../gateway/src/edge/api-keys';
 import { createPetClient } from '../gateway/src/pet-service-client/pet-client';
+import { cpuSeconds, listPetsFor, median, PET_SERVICE_NODE_FLAGS, profileFlags, seed } from './list-pets-load';
 import { findRedisServer, startRedisServer, type RedisServer } from '../system-test/support/redis-server';
 import { startService, type ServiceProcess } from '../system-test/support/service-process';
 
@@ -26,11 +25,6 @@ const SOAK_WARMUP_SECONDS = Number(process.env.BENCH_SOAK_WARMUP_SECONDS ?? 10);
 /** `BENCH_FEATURE_COSTS=1`: also measure what each feature costs (bench/feature-gateway.ts). */
 const FEATURE_COSTS = process.env.BENCH_FEATURE_COSTS === '1';
 const FEATURES = ['limiter', 'validation', 'logging', 'metrics'] as const;
-/** `BENCH_CPU_PROF=dir`: each service writes a V8 CPU profile there on exit (NODE_OPTIONS refuses `--cpu-prof`). */
-function profileFlags(): string[] {
-  const dir = process.env.BENCH_CPU_PROF;
-  return dir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${dir}`];
-}
 /**
  * The services run as in production: their builds (`npm run build`), with the heap sized for a
  * container (docs/operations.md). Live heap after a full GC is under 20 MB in both; without a
@@ -38,7 +32,7 @@ function profileFlags(): string[] {
  */
 const RUNTIME = {
   gateway: { compiled: true, nodeFlags: ['--max-semi-space-size=4', '--max-old-space-size=64', ...profileFlags()] },
-  petService: { compiled: true, nodeFlags: ['--max-semi-space-size=4', '--max-old-space-size=128', ...profileFlags()] },
+  petService: { compiled: true, nodeFlags: [...PET_SERVICE_NODE_FLAGS, ...profileFlags()] },
 };
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 /** Workers of the cluster run (GATEWAY_WORKERS, with Redis as the shared store); 1 skips that run. */
@@ -73,16 +67,6 @@ interface Target {
 
 const LOAD_GENERATOR = 'load generator';
 
-/** User plus system CPU seconds of a process, from /proc (clock ticks of 1/100 s). */
-function cpuSeconds(pid: number): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return 0; // exited meanwhile
-  }
-}
-
 /** A process and all its descendants (the cluster primary and its workers). */
 function processTree(pid: number): number[] {
   const pids = [pid];
@@ -99,8 +83,6 @@ function cpuOf(groups: Record<string, () => number[]>): Record<string, number> {
   for (const [name, pids] of Object.entries(groups)) seconds[name] = pids().reduce((sum, pid) => sum + cpuSeconds(pid), 0);
   return seconds;
 }
-
-const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 async function load(target: Target, seconds: number): Promise<Figures> {
   const cpuBefore = cpuOf(target.processes);
@@ -178,20 +160,6 @@ function stopCollectingLogs(service: ServiceProcess): void {
   service.child.stdout!.removeAllListeners('data');
 }
 
-async function seed(port: number): Promise<void> {
-  const client = new PetServiceClient(`127.0.0.1:${port}`, credentials.createInsecure());
-  const create = (index: number) =>
-    new Promise<void>((resolve, reject) =>
-      client.createPet({ name: `pet-${index}`, categoryId: String(1 + (index % 50)), status: 1 + (index % 3) }, (error) =>
-        error ? reject(error) : resolve(),
-      ),
-    );
-  for (let start = 0; start < SEED_PETS; start += 100) {
-    await Promise.all(Array.from({ length: 100 }, (_, offset) => create(start + offset)));
-  }
-  client.close();
-}
-
 async function main(): Promise<void> {
   const cpu = cpus();
   console.log(`cores: ${cpu.length} (${cpu[0]?.model ?? 'unknown'}), node ${process.version}`);
@@ -237,7 +205,7 @@ async function main(): Promise<void> {
     // and the in-memory limiter.
     const petService = await startService('pet-service', { LOG_LEVEL: 'info', MONGODB_URI: '' }, RUNTIME.petService);
     processes.push(petService);
-    await seed(petService.port);
+    await seed(petService.port, SEED_PETS);
     const gateway = await startService('gateway', gatewayEnv(petService), RUNTIME.gateway);
     processes.push(gateway);
     const gatewayUrl = `http://127.0.0.1:${gateway.port}`;
@@ -381,24 +349,10 @@ async function featureCosts(petService: ServiceProcess, env: Record<string, stri
  */
 async function grpcAlone(petService: ServiceProcess): Promise<{ rate: number; client: number; server: number }> {
   const client = createPetClient({ target: `127.0.0.1:${petService.port}`, timeoutMs: 5000 });
-  const request = { pageSize: 20, pageToken: '', status: PetStatus.PET_STATUS_UNSPECIFIED };
-  const run = async (seconds: number): Promise<number> => {
-    let calls = 0;
-    const end = Date.now() + seconds * 1000;
-    await Promise.all(
-      Array.from({ length: CONNECTIONS }, async () => {
-        while (Date.now() < end) {
-          await client.listPets(request, new Metadata());
-          calls += 1;
-        }
-      }),
-    );
-    return calls;
-  };
   try {
-    await run(WARMUP_SECONDS);
+    await listPetsFor(client, WARMUP_SECONDS, CONNECTIONS);
     const before = { client: process.cpuUsage(), server: cpuSeconds(petService.child.pid!) };
-    const calls = await run(ROUND_SECONDS);
+    const calls = (await listPetsFor(client, ROUND_SECONDS, CONNECTIONS)).length;
     const used = process.cpuUsage(before.client);
     return {
       rate: calls / ROUND_SECONDS,

@@ -19,7 +19,8 @@ describe('operations: real pet-service and gateway processes', function () {
   let base: string;
 
   before(async () => {
-    petService = await startService('pet-service');
+    // At debug the pet service logs every call, fast successful ones too (LOG_SLOW_CALL_MS).
+    petService = await startService('pet-service', { LOG_LEVEL: 'debug' });
     gateway = await startService('gateway', {
       PET_SERVICE_ADDR: `127.0.0.1:${petService.port}`,
       PET_SERVICE_TIMEOUT_MS: '1500',
@@ -42,7 +43,7 @@ describe('operations: real pet-service and gateway processes', function () {
       const petLine = await petService.waitForLog((line) => line.requestId === 'trace-4f2a-9c1e');
       expect(gatewayLine).to.include({ method: 'GET', route: '/v1/pets', status: 200, keyId: 'demo-free', msg: 'request' });
       expect(gatewayLine.duration).to.be.a('number');
-      expect(petLine).to.include({ method: 'ListPets', code: 'OK' });
+      expect(petLine).to.include({ method: 'ListPets', code: 'OK', level: 20 });
     });
 
     it('replaces an insane incoming request id with a generated one', async () => {

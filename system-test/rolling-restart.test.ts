@@ -115,6 +115,8 @@ async function startCluster(redisUrl: string, keysFile: string, shutdownDelayMs:
   const startPet = (index: number): Promise<ServiceProcess> =>
     startService('pet-service', {
       ...common,
+      // Fast successful calls are logged at debug; the restart waits for them (served() below).
+      LOG_LEVEL: 'debug',
       PET_SERVICE_HOST: '127.0.0.1',
       PET_SERVICE_PORT: String(petPorts[index]!.port),
       ADMIN_PORT: String(petPorts[index]!.adminPort),

@@ -19,6 +19,7 @@ import { createMetrics, type PetServiceMetrics } from './observability/metrics';
 import { PageTokenCodec } from './pets/page-token';
 import type { PetRepository } from './store/pet-repository';
 import { withProtocMapEntryNames } from './grpc/map-entry-names';
+import { DEFAULT_SLOW_CALL_MS } from './config';
 import { createPetServiceHandlers, tolerantDeserialize } from './grpc/pet-service-handlers';
 import { StoreHealthMonitor } from './store/store-health';
 import { createWriteLimiter } from './store/write-limiter';
@@ -52,6 +53,10 @@ export interface ServerOptions {
    * five minutes.
    */
   readonly maxConnectionAgeMs?: number;
+  /** Successful calls faster than this are logged at debug, others at info (unset: 100; 0: all at info). */
+  readonly slowCallMs?: number;
+  /** Monotonic time in ns that calls are timed with (tests; unset: `process.hrtime.bigint`). */
+  readonly clock?: () => bigint;
 }
 
 export interface RunningServer {
@@ -114,6 +119,8 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
       logger,
       metrics,
       forcedShutdown: forcedShutdown.signal,
+      slowCallMs: options.slowCallMs ?? DEFAULT_SLOW_CALL_MS,
+      clock: options.clock ?? process.hrtime.bigint,
     }),
   );
 

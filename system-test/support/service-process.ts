@@ -19,6 +19,11 @@ const COMPILED: Partial<Record<keyof typeof ENTRY, string>> = {
 /** How to run a service: from source through tsx (tests), or its build with Node flags (benchmarks). */
 export interface Runtime {
   readonly compiled?: boolean;
+  /**
+   * A build to run instead of the service's own `dist/` (implies `compiled`), relative to the
+   * repository root: a benchmark's baseline, built from an earlier commit.
+   */
+  readonly script?: string;
   readonly nodeFlags?: readonly string[];
 }
 
@@ -50,7 +55,7 @@ export async function startService(
   env: NodeJS.ProcessEnv = {},
   runtime: Runtime = {},
 ): Promise<ServiceProcess> {
-  const compiled = runtime.compiled === true ? COMPILED[name] : undefined;
+  const compiled = runtime.script ?? (runtime.compiled === true ? COMPILED[name] : undefined);
   // Node itself with the tsx loader, not the tsx CLI: one process, so a signal reaches the service.
   const args =
     compiled === undefined

@@ -53,6 +53,14 @@ export interface HandlerDependencies {
    * fail as the store closes, possibly before grpc-js has marked each call cancelled.
    */
   readonly forcedShutdown: AbortSignal;
+  /**
+   * A call that succeeds in less than this many ms is logged at debug, not info: that line cost
+   * 12 to 32% of the service's CPU per ListPets (docs/performance.md), and the gateway already logs
+   * every request with the same request id. 0 logs every call at info.
+   */
+  readonly slowCallMs: number;
+  /** Monotonic time in ns (`process.hrtime.bigint`); calls are timed with it. */
+  readonly clock: () => bigint;
 }
 
 /** The PetService implementation: validation, then one repository call per RPC. */
@@ -63,6 +71,8 @@ export function createPetServiceHandlers({
   logger,
   metrics,
   forcedShutdown,
+  slowCallMs,
+  clock,
 }: HandlerDependencies): PetServiceServer {
   const unary = <Req, Res>(method: string, handle: (request: Req, call: ServerUnaryCall<Req, Res>) => Promise<Res>) => {
     // One label object per status code, made once rather than twice per call.
@@ -73,16 +83,20 @@ export function createPetServiceHandlers({
       return found;
     };
     return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>): void => {
-      const start = process.hrtime.bigint();
+      const start = clock();
       const finish = (code: Status, error?: unknown): void => {
-        const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+        const ms = Number(clock() - start) / 1e6;
         const callLabels = labelsOf(code);
-        const codeName = callLabels.code;
         metrics.grpcCalls.inc(callLabels);
-        metrics.grpcCallSeconds.observe(callLabels, seconds);
-        const line = { method, code: codeName, duration: seconds * 1000, requestId: requestIdOf(call.metadata) };
-        if (code === Status.INTERNAL || code === Status.UNKNOWN) logger.error({ ...line, err: error }, 'grpc call failed');
-        else logger.info(line, 'grpc call');
+        metrics.grpcCallSeconds.observe(callLabels, ms / 1000);
+        // The line is built only when some level will write it.
+        if (code === Status.INTERNAL || code === Status.UNKNOWN) {
+          logger.error({ ...callLine(method, callLabels.code, ms, call.metadata), err: error }, 'grpc call failed');
+        } else if (code !== Status.OK || ms >= slowCallMs) {
+          logger.info(callLine(method, callLabels.code, ms, call.metadata), 'grpc call');
+        } else if (logger.isLevelEnabled('debug')) {
+          logger.debug(callLine(method, callLabels.code, ms, call.metadata), 'grpc call');
+        }
       };
       const request: Req = call.request;
       const handled =
@@ -138,6 +152,10 @@ function replayedMetadata(): Metadata {
   const metadata = new Metadata();
   metadata.set(IDEMPOTENT_REPLAYED_METADATA, 'true');
   return metadata;
+}
+
+function callLine(method: string, code: string, duration: number, metadata: Metadata) {
+  return { method, code, duration, requestId: requestIdOf(metadata) };
 }
 
 /** The caller's request id when it is sane by the gateway's rule; anything else is not logged. */

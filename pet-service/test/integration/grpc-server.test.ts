@@ -23,6 +23,7 @@ import { service as healthService } from 'grpc-health-check';
 import { makeGenericClientConstructor } from '@grpc/grpc-js';
 import pino from 'pino';
 import { MemoryPetRepository } from '../../src/store/memory-pet-repository';
+import { createMetrics } from '../../src/observability/metrics';
 import { createServer, type RunningServer } from '../../src/server';
 
 type Call<Req, Res> = (request: Req, metadata: Metadata, callback: (error: ServiceError | null, response: Res) => void) => unknown;
@@ -212,7 +213,7 @@ interface HealthStub {
 type LogLine = Record<string, unknown>;
 
 /** A logger whose JSON lines the test reads, and can wait for. */
-function capturedLogs(): { logger: pino.Logger; lines: LogLine[]; next(matches: (line: LogLine) => boolean): Promise<LogLine> } {
+function capturedLogs(level = 'info'): { logger: pino.Logger; lines: LogLine[]; next(matches: (line: LogLine) => boolean): Promise<LogLine> } {
   const lines: LogLine[] = [];
   const waiters: Array<{ matches: (line: LogLine) => boolean; resolve: (line: LogLine) => void }> = [];
   const sink = new Writable({
@@ -227,7 +228,7 @@ function capturedLogs(): { logger: pino.Logger; lines: LogLine[]; next(matches: 
     },
   });
   return {
-    logger: pino(sink),
+    logger: pino({ level }, sink),
     lines,
     next: (matches) => new Promise((resolve) => waiters.push({ matches, resolve })),
   };
@@ -356,27 +357,76 @@ describe('pet service shutdown', () => {
   });
 });
 
-describe('pet service request ids', () => {
-  it('logs a sane x-request-id, and drops one that is too long or has unsafe characters', async () => {
-    const lines: Array<Record<string, unknown>> = [];
-    const sink = new Writable({ write: (chunk: Buffer, _encoding, done) => (lines.push(JSON.parse(chunk.toString())), done()) });
+describe('pet service call log', () => {
+  /** A clock that moves `stepNs` each time it is read: a call lasts one step. */
+  const steppingClock = (stepNs: bigint) => {
+    let now = 0n;
+    return () => (now += stepNs);
+  };
+  const MS = 1_000_000n;
+
+  async function callsLogged(options: { level: string; slowCallMs?: number; callMs: bigint }): Promise<{ lines: LogLine[]; counted: string }> {
+    const logs = capturedLogs(options.level);
+    const metrics = createMetrics();
     const server = await createServer({
+      metrics,
       host: '127.0.0.1',
       port: 0,
       repository: new MemoryPetRepository(),
       pageTokenSecret: 's',
-      logger: pino(sink),
+      logger: logs.logger,
+      slowCallMs: options.slowCallMs,
+      clock: steppingClock(options.callMs * MS),
     });
     const client = new PetServiceClient(`127.0.0.1:${server.port}`, credentials.createInsecure());
     try {
+      await invoke<ListPetsRequest, ListPetsResponse>(client, client.listPets, { pageSize: 1, pageToken: '', status: 0 }, metadataOf(['x-request-id', 'list-1']));
+      await invoke<GetPetRequest, GetPetResponse>(client, client.getPet, { id: '7' }, metadataOf(['x-request-id', 'get-7'])).catch(() => undefined);
+      const counted = (await metrics.registry.getSingleMetricAsString('grpc_server_handled_total')).trim();
+      return { lines: logs.lines.filter((line) => line.msg === 'grpc call'), counted };
+    } finally {
+      client.close();
+      await server.shutdown();
+    }
+  }
+  const summary = (lines: LogLine[]) => lines.map(({ level, method, code, duration, requestId }) => ({ level, method, code, duration, requestId }));
+  const COUNTED = ['grpc_server_handled_total{method="ListPets",code="OK"} 1', 'grpc_server_handled_total{method="GetPet",code="NOT_FOUND"} 1'];
+
+  it('at info, leaves out a fast successful call but logs a failed one, and counts both', async () => {
+    const { lines, counted } = await callsLogged({ level: 'info', callMs: 1n });
+    expect(summary(lines)).to.deep.equal([{ level: 30, method: 'GetPet', code: 'NOT_FOUND', duration: 1, requestId: 'get-7' }]);
+    for (const line of COUNTED) expect(counted).to.include(line);
+  });
+
+  it('logs a successful call at info once it takes LOG_SLOW_CALL_MS (100 by default)', async () => {
+    const { lines } = await callsLogged({ level: 'info', callMs: 100n });
+    expect(summary(lines)).to.deep.equal([
+      { level: 30, method: 'ListPets', code: 'OK', duration: 100, requestId: 'list-1' },
+      { level: 30, method: 'GetPet', code: 'NOT_FOUND', duration: 100, requestId: 'get-7' },
+    ]);
+    expect(summary((await callsLogged({ level: 'info', callMs: 99n })).lines).map((line) => line.method)).to.deep.equal(['GetPet']);
+  });
+
+  it('logs every call at debug, and every call at info with LOG_SLOW_CALL_MS=0', async () => {
+    expect(summary((await callsLogged({ level: 'debug', callMs: 1n })).lines)).to.deep.equal([
+      { level: 20, method: 'ListPets', code: 'OK', duration: 1, requestId: 'list-1' },
+      { level: 30, method: 'GetPet', code: 'NOT_FOUND', duration: 1, requestId: 'get-7' },
+    ]);
+    expect(summary((await callsLogged({ level: 'info', slowCallMs: 0, callMs: 1n })).lines).map((line) => [line.level, line.method])).to.deep.equal([
+      [30, 'ListPets'],
+      [30, 'GetPet'],
+    ]);
+  });
+
+  it('logs a sane x-request-id, and drops one that is too long or has unsafe characters', async () => {
+    const logs = capturedLogs('debug');
+    const server = await createServer({ host: '127.0.0.1', port: 0, repository: new MemoryPetRepository(), pageTokenSecret: 's', logger: logs.logger });
+    const client = new PetServiceClient(`127.0.0.1:${server.port}`, credentials.createInsecure());
+    try {
       for (const id of ['trace-4f2a:9c1e', 'a'.repeat(129), '<script>', 'has space']) {
-        const metadata = new Metadata();
-        metadata.set('x-request-id', id);
-        await new Promise((resolve, reject) =>
-          client.listPets({ pageSize: 1, pageToken: '', status: 0 }, metadata, (error, response) => (error ? reject(error) : resolve(response))),
-        );
+        await invoke<ListPetsRequest, ListPetsResponse>(client, client.listPets, { pageSize: 1, pageToken: '', status: 0 }, metadataOf(['x-request-id', id]));
       }
-      const calls = lines.filter((line) => line.msg === 'grpc call');
+      const calls = logs.lines.filter((line) => line.msg === 'grpc call');
       expect(calls.map((line) => line.requestId)).to.deep.equal(['trace-4f2a:9c1e', undefined, undefined, undefined]);
     } finally {
       client.close();

@@ -36,6 +36,14 @@ describe('pet-service config', () => {
     expect(() => parseConfig({ STORE_MAX_QUEUED_WRITES: '-1' })).to.throw(/^invalid configuration: STORE_MAX_QUEUED_WRITES: /);
   });
 
+  it('logs successful calls faster than 100 ms at debug unless LOG_SLOW_CALL_MS says otherwise; 0 logs all at info', () => {
+    expect(parseConfig({})).to.include({ slowCallMs: 100 });
+    expect(parseConfig({ LOG_SLOW_CALL_MS: '0' })).to.include({ slowCallMs: 0 });
+    for (const bad of ['-1', '1.5', 'fast']) {
+      expect(() => parseConfig({ LOG_SLOW_CALL_MS: bad }), bad).to.throw(/^invalid configuration: LOG_SLOW_CALL_MS: /);
+    }
+  });
+
   it('caps the idempotency keys the embedded store remembers at 10,000 unless told otherwise', () => {
     expect(parseConfig({})).to.include({ idempotencyMaxKeys: 10_000 });
     expect(parseConfig({ IDEMPOTENCY_MAX_KEYS: '5' })).to.include({ idempotencyMaxKeys: 5 });
