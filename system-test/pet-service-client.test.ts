@@ -173,7 +173,8 @@ describe('createPetServiceClient (@petstore/proto) against real gRPC servers on 
   });
 
   it('sends x-request-id and x-caller-id, the client-wide caller id unless a call names its own', async () => {
-    const { logger, lines } = capturedLogs();
+    // Debug: the pet service logs a fast successful call at debug only (LOG_SLOW_CALL_MS).
+    const { logger, lines } = capturedLogs('debug');
     const server = await petService({ logger });
     cleanups.push(() => server.shutdown());
     const target = `127.0.0.1:${server.port}`;

@@ -1,6 +1,6 @@
 import type { Context } from 'mocha';
 import { type Browser, chromium } from 'playwright-core';
-import { findExecutable } from './redis-server';
+import { findExecutable, pendingOrRequired } from './executables';
 
 /**
  * Debian's Chromium (`chromium`), or `CHROMIUM_BIN`; undefined when none exists. Playwright drives
@@ -17,10 +17,7 @@ export function findChromium(): string | undefined {
 export async function launchChromiumOrSkip(context: Context): Promise<Browser> {
   const executablePath = findChromium();
   if (executablePath === undefined) {
-    const reason = 'chromium not found (install Debian packages chromium and chromium-driver or set CHROMIUM_BIN)';
-    if (process.env.REQUIRE_CHROMIUM === '1') throw new Error(`REQUIRE_CHROMIUM=1 but ${reason}`);
-    console.warn(`      pending: ${reason}`);
-    context.skip();
+    pendingOrRequired(context, 'REQUIRE_CHROMIUM', 'chromium not found (install Debian packages chromium and chromium-driver or set CHROMIUM_BIN)');
   }
   // --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
   return chromium.launch({ executablePath, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });

@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 
 /** A pino logger whose JSON lines a test reads back, in the order they were written. */
-export function capturedLogs(): { logger: pino.Logger; lines: Array<Record<string, unknown>> } {
+export function capturedLogs(level = 'info'): { logger: pino.Logger; lines: Array<Record<string, unknown>> } {
   const lines: Array<Record<string, unknown>> = [];
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
@@ -10,5 +10,5 @@ export function capturedLogs(): { logger: pino.Logger; lines: Array<Record<strin
       done();
     },
   });
-  return { logger: pino(sink), lines };
+  return { logger: pino({ level }, sink), lines };
 }

@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Context } from 'mocha';
 import { MongoClient } from 'mongodb';
-import { findExecutable, freePort } from './redis-server';
+import { findExecutable, pendingOrRequired } from './executables';
+import { freePort } from './redis-server';
 import { stopChild } from './service-process';
 
 /**
@@ -43,12 +44,9 @@ export async function startMongoOrSkip(context: Context): Promise<MongoServer> {
   if (uri !== undefined && uri !== '') return externalServer(uri);
   const binary = findFerretDb();
   if (binary === undefined) {
-    const reason = 'no MongoDB-wire server: MONGODB_URI is unset and ferretdb was not found (run .ci/install-ferretdb.sh or set FERRETDB_BIN)';
-    if (process.env.REQUIRE_MONGO === '1') throw new Error(`REQUIRE_MONGO=1 but ${reason}`);
-    console.warn(`      pending: ${reason}`);
-    context.skip();
+    pendingOrRequired(context, 'REQUIRE_MONGO', 'no MongoDB-wire server: MONGODB_URI is unset and ferretdb was not found (run .ci/install-ferretdb.sh or set FERRETDB_BIN)');
   }
-  return startFerretDb(binary!);
+  return startFerretDb(binary);
 }
 
 /** Marks the current test pending when the server cannot be stopped by the tests. */

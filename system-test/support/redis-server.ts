@@ -1,8 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
 import { createServer, Socket } from 'node:net';
-import { delimiter, join } from 'node:path';
 import type { Context } from 'mocha';
+import { findExecutable, pendingOrRequired } from './executables';
 import { stopChild } from './service-process';
 
 /** A private redis-server on a loopback port, for one test file. */
@@ -24,23 +23,6 @@ export function findRedisServer(): string | undefined {
   return findExecutable('REDIS_SERVER_BIN', 'redis-server', '/usr/bin/redis-server');
 }
 
-/** The path in `overrideVariable` if set, else `name` on PATH or at `fallback`, if executable. */
-export function findExecutable(overrideVariable: string, name: string, fallback: string): string | undefined {
-  const override = process.env[overrideVariable];
-  const candidates =
-    override !== undefined && override !== ''
-      ? [override]
-      : [...(process.env.PATH ?? '').split(delimiter).map((dir) => join(dir, name)), fallback];
-  return candidates.find((path) => {
-    try {
-      accessSync(path, constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
-}
-
 /**
  * Starts a private Redis for a suite, or marks the suite pending when the binary is missing, with
  * the reason on stderr. With REQUIRE_REDIS=1 (CI) a missing binary fails instead.
@@ -48,12 +30,9 @@ export function findExecutable(overrideVariable: string, name: string, fallback:
 export async function startRedisOrSkip(context: Context): Promise<RedisServer> {
   const binary = findRedisServer();
   if (binary === undefined) {
-    const reason = 'redis-server not found (install Debian package redis-server or set REDIS_SERVER_BIN)';
-    if (process.env.REQUIRE_REDIS === '1') throw new Error(`REQUIRE_REDIS=1 but ${reason}`);
-    console.warn(`      pending: ${reason}`);
-    context.skip();
+    pendingOrRequired(context, 'REQUIRE_REDIS', 'redis-server not found (install Debian package redis-server or set REDIS_SERVER_BIN)');
   }
-  return startRedisServer(binary!);
+  return startRedisServer(binary);
 }
 
 /** Starts redis-server on `port` or a free loopback port and resolves once it answers PING. */

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import type { Context } from 'mocha';
 import { parseAllDocuments } from 'yaml';
-import { findExecutable } from '../../../system-test/support/redis-server';
+import { findExecutable, pendingOrRequired } from '../../../system-test/support/executables';
 
 /** A rendered Kubernetes object; only the fields every object has are typed. */
 export interface KubeObject {
@@ -23,12 +23,9 @@ export function findKubectl(): string | undefined {
 export function kubectlOrSkip(context: Context): string {
   const binary = findKubectl();
   if (binary === undefined) {
-    const reason = 'kubectl not found (install it, e.g. with .ci/install-kubectl.sh, or set KUBECTL_BIN)';
-    if (process.env.REQUIRE_KUBECTL === '1') throw new Error(`REQUIRE_KUBECTL=1 but ${reason}`);
-    console.warn(`      pending: ${reason}`);
-    context.skip();
+    pendingOrRequired(context, 'REQUIRE_KUBECTL', 'kubectl not found (install it, e.g. with .ci/install-kubectl.sh, or set KUBECTL_BIN)');
   }
-  return binary!;
+  return binary;
 }
 
 /** `kubectl kustomize <dir>`, parsed: every object the overlay renders. Needs no cluster. */
