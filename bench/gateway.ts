@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { sha256Hex } from '../gateway/src/edge/api-keys';
 import { createPetClient } from '../gateway/src/pet-service-client/pet-client';
+import { buildBaseline } from './baseline-build';
 import { cpuSeconds, listPetsFor, median, PET_SERVICE_NODE_FLAGS, profileFlags, seed } from './list-pets-load';
 import { findRedisServer, startRedisServer, type RedisServer } from '../system-test/support/redis-server';
 import { startService, type ServiceProcess } from '../system-test/support/service-process';
@@ -25,6 +26,12 @@ const SOAK_WARMUP_SECONDS = Number(process.env.BENCH_SOAK_WARMUP_SECONDS ?? 10);
 /** `BENCH_FEATURE_COSTS=1`: also measure what each feature costs (bench/feature-gateway.ts). */
 const FEATURE_COSTS = process.env.BENCH_FEATURE_COSTS === '1';
 const FEATURES = ['limiter', 'validation', 'logging', 'metrics'] as const;
+/**
+ * `BENCH_BASELINE=<commit>`: also build that commit's gateway (bench/baseline-build.ts) and load it
+ * and this checkout's in alternating rounds, both on the same pet service, so that a change's cost
+ * is measured under the same machine load.
+ */
+const BASELINE = process.env.BENCH_BASELINE;
 /**
  * The services run as in production: their builds (`npm run build`), with the heap sized for a
  * container (docs/operations.md). Live heap after a full GC is under 20 MB in both; without a
@@ -109,7 +116,7 @@ async function load(target: Target, seconds: number): Promise<Figures> {
 }
 
 /** Alternating rounds of `a` and `b` after a warm-up of each; the medians of each side. */
-async function compare(name: string, a: Target, b: Target): Promise<{ a: Figures; b: Figures }> {
+async function compare(name: string, a: Target, b: Target, labels = ['gateway', 'bare']): Promise<{ a: Figures; b: Figures }> {
   await load(a, WARMUP_SECONDS);
   await load(b, WARMUP_SECONDS);
   const runs: { a: Figures[]; b: Figures[] } = { a: [], b: [] };
@@ -126,7 +133,7 @@ async function compare(name: string, a: Target, b: Target): Promise<{ a: Figures
   const result = { a: summarise(runs.a), b: summarise(runs.b) };
   const show = (label: string, f: Figures) => `${label} ${f.rps.toFixed(0)} req/s, p50 ${f.p50} ms, p99 ${f.p99} ms`;
   const showCpu = (f: Figures) => Object.entries(f.cpu).map(([key, micros]) => `${key} ${micros.toFixed(0)}`).join(', ');
-  console.log(`${name}: ${show('gateway', result.a)} | ${show('bare', result.b)}`);
+  console.log(`${name}: ${show(labels[0]!, result.a)} | ${show(labels[1]!, result.b)}`);
   console.log(`${' '.repeat(name.length)}  CPU µs per request: ${showCpu(result.a)} | ${showCpu(result.b)}`);
   return result;
 }
@@ -254,6 +261,19 @@ async function main(): Promise<void> {
       { url: `http://127.0.0.1:${upstream.port}${READ_PATH}`, expect: 200, processes: { upstream: () => [upstream.child.pid!] } },
     );
     const grpc = await grpcAlone(petService);
+    if (BASELINE !== undefined) {
+      const baseline = await startService('gateway', gatewayEnv(petService), { ...RUNTIME.gateway, script: join(buildBaseline(BASELINE), 'gateway', 'dist', 'main.js') });
+      processes.push(baseline);
+      stopCollectingLogs(baseline);
+      const url = `http://127.0.0.1:${baseline.port}`;
+      const groups = { gateway: () => [baseline.child.pid!], 'pet service': () => [petService.child.pid!] };
+      const labels = ['this checkout', `baseline ${BASELINE}`];
+      console.log('');
+      console.log(`this checkout's gateway against baseline ${BASELINE}'s, on the same pet service`);
+      await compare('read   GET /v1/pets?limit=20', gatewayRead, { ...gatewayRead, url: `${url}${READ_PATH}`, processes: groups }, labels);
+      await compare('write  POST /v1/pets', gatewayWrite, { ...gatewayWrite, url: `${url}/v1/pets`, processes: groups }, labels);
+      await baseline.stop();
+    }
     await gateway.stop();
     if (FEATURE_COSTS) await featureCosts(petService, gatewayEnv(petService), processes);
 

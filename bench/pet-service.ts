@@ -14,12 +14,12 @@
  * the benchmark's own), variants separated by `|` (this one: what logging every call costs). The
  * services log at `info`, the production default.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, readlinkSync, symlinkSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { createPetClient, type PetClient } from '../gateway/src/pet-service-client/pet-client';
 import { startService, type ServiceProcess } from '../system-test/support/service-process';
+import { buildBaseline } from './baseline-build';
 import { cpuTimes, listPetsFor, median, PET_SERVICE_NODE_FLAGS, profileFlags, seed } from './list-pets-load';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -29,7 +29,6 @@ const IN_FLIGHT = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const SEED_PETS = 10_000;
 const VARIANTS = (process.env.BENCH_VARIANTS ?? '').split('|').map((variant) => variant.trim());
 const BASELINE = process.env.BENCH_BASELINE;
-const ROOT = join(__dirname, '..');
 
 interface Side {
   readonly label: string;
@@ -40,21 +39,6 @@ interface Side {
   readonly system: number[];
   readonly p50: number[];
   readonly p99: number[];
-}
-
-/** Extracts `commit`'s tree under `.bench/` and builds it there; returns its pet service's build. */
-function buildBaseline(commit: string): string {
-  const sha = execFileSync('git', ['rev-parse', '--short', commit], { cwd: ROOT, encoding: 'utf8' }).trim();
-  const dir = join('.bench', `baseline-${sha}`);
-  execFileSync('sh', ['-c', `rm -rf "${dir}" && mkdir -p "${dir}" && git archive ${sha} | tar -x -C "${dir}"`], { cwd: ROOT });
-  // Its own workspace packages (@petstore/*), linked as npm links this checkout's; its npm
-  // packages resolve to this checkout's node_modules.
-  mkdirSync(join(ROOT, dir, 'node_modules', '@petstore'), { recursive: true });
-  for (const name of readdirSync(join(ROOT, 'node_modules', '@petstore'))) {
-    symlinkSync(readlinkSync(join(ROOT, 'node_modules', '@petstore', name)), join(ROOT, dir, 'node_modules', '@petstore', name));
-  }
-  execFileSync(process.execPath, ['--import', 'tsx', join(dir, 'scripts', 'build.ts')], { cwd: ROOT, stdio: 'inherit' });
-  return join(dir, 'pet-service', 'dist', 'main.js');
 }
 
 /** The process's peak RSS (VmHWM) since it started, seeding included. */
@@ -81,7 +65,7 @@ async function main(): Promise<void> {
   const builds = VARIANTS.map((variant) => ({ label: `this checkout${variant === '' ? '' : `, ${variant}`}`, variant, script: 'pet-service/dist/main.js' }));
   if (BASELINE !== undefined) {
     const variant = process.env.BENCH_BASELINE_VARIANT ?? '';
-    builds.push({ label: `baseline ${BASELINE}${variant === '' ? '' : `, ${variant}`}`, variant, script: buildBaseline(BASELINE) });
+    builds.push({ label: `baseline ${BASELINE}${variant === '' ? '' : `, ${variant}`}`, variant, script: join(buildBaseline(BASELINE), 'pet-service', 'dist', 'main.js') });
   }
   const cpu = cpus();
   console.log(`cores: ${cpu.length} (${cpu[0]?.model ?? 'unknown'}), node ${process.version}, load average ${loadavg()[0]!.toFixed(1)}`);
