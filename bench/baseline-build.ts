@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readlinkSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readlinkSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 
 const ROOT = join(__dirname, '..');
@@ -14,10 +14,15 @@ export function buildBaseline(commit: string): string {
   const dir = join('.bench', `baseline-${sha}`);
   execFileSync('sh', ['-c', `rm -rf "${dir}" && mkdir -p "${dir}" && git archive ${sha} | tar -x -C "${dir}"`], { cwd: ROOT });
   // Its own workspace packages (@petstore/*), linked as npm links this checkout's; its npm
-  // packages resolve to this checkout's node_modules.
+  // packages resolve to this checkout's node_modules, including a workspace's own folder where npm
+  // put a version apart from the hoisted one (the gateway's ajv 8 beside a hoisted ajv 6).
   mkdirSync(join(ROOT, dir, 'node_modules', '@petstore'), { recursive: true });
   for (const name of readdirSync(join(ROOT, 'node_modules', '@petstore'))) {
-    symlinkSync(readlinkSync(join(ROOT, 'node_modules', '@petstore', name)), join(ROOT, dir, 'node_modules', '@petstore', name));
+    const workspace = readlinkSync(join(ROOT, 'node_modules', '@petstore', name));
+    symlinkSync(workspace, join(ROOT, dir, 'node_modules', '@petstore', name));
+    const own = join(ROOT, 'node_modules', '@petstore', workspace, 'node_modules');
+    const theirs = join(ROOT, dir, 'node_modules', '@petstore', workspace);
+    if (existsSync(own) && existsSync(theirs)) symlinkSync(own, join(theirs, 'node_modules'));
   }
   execFileSync(process.execPath, ['--import', 'tsx', join(dir, 'scripts', 'build.ts')], { cwd: ROOT, stdio: 'inherit' });
   return dir;
