@@ -114,7 +114,15 @@ export async function startService(
     });
   };
 
-  const listening = await waitForLog((line) => typeof line.msg === 'string' && line.msg.endsWith('listening'));
+  let listening: LogLine;
+  try {
+    listening = await waitForLog((line) => typeof line.msg === 'string' && line.msg.endsWith('listening'));
+  } catch (error) {
+    // A service that never said it listens is still the test's to stop: left running it would
+    // hold its ports and CPU after the suite.
+    await stopChild(child, 'SIGKILL');
+    throw error;
+  }
   return {
     child,
     port: Number(listening.port),
