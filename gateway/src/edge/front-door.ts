@@ -104,6 +104,33 @@ export function createRateLimitEdge(options: RateLimitEdgeOptions): RequestListe
     answer(request, response, 'unmatched', error.status, headers, body, start, key);
   };
   const preflightHeaders = cors?.preflightHeaders ?? {};
+  /**
+   * What follows the charge, or its absence (`charge: false`): refuse ambiguous credentials, answer
+   * a preflight, or hand the request to express with what the edge learnt of its key. `headers` are
+   * the charge's rate-limit headers. Made once, not per request: it sits on every request's path.
+   */
+  const admit = (
+    request: IncomingMessage,
+    response: ServerResponse,
+    start: bigint,
+    identified: ReturnType<ApiKeyDirectory['identify']> | undefined,
+    preflight: boolean,
+    ambiguous: boolean,
+    headers: Record<string, string> = {},
+  ): void => {
+    if (ambiguous) {
+      refuse(request, response, new ApiError(400, 'invalid_request', AMBIGUOUS_CREDENTIALS, headers), start);
+      return;
+    }
+    for (const name in headers) response.setHeader(name, headers[name]!);
+    if (preflight) {
+      answer(request, response, 'preflight', 204, preflightHeaders, '', start);
+      return;
+    }
+    (response as ServerResponse & { locals?: object }).locals =
+      typeof identified === 'object' ? { apiKey: identified } : identified !== undefined ? { keyRefusal: identified } : {};
+    app(request, response);
+  };
 
   return (request, response) => {
     const preflight = cors?.apply(request, response) === true;
@@ -124,18 +151,8 @@ export function createRateLimitEdge(options: RateLimitEdgeOptions): RequestListe
     const token = preflight || ambiguous ? undefined : bearerToken(authorization);
     const identified = token === undefined ? undefined : apiKeys.identify(token, now());
     const key = typeof identified === 'object' ? identified : undefined;
-    if (ambiguous && options.charge === false) {
-      refuse(request, response, AMBIGUOUS_CREDENTIALS, start);
-      return;
-    }
     if (options.charge === false) {
-      if (preflight) {
-        answer(request, response, 'preflight', 204, preflightHeaders, '', start);
-        return;
-      }
-      (response as ServerResponse & { locals?: object }).locals =
-        key !== undefined ? { apiKey: key } : identified !== undefined ? { keyRefusal: identified } : {};
-      app(request, response);
+      admit(request, response, start, identified, preflight, ambiguous);
       return;
     }
     const decision = key === undefined ? limiter.consume(clientSubject(request), ipPolicy) : limiter.consume(keySubject(key.id), policyOf(key));
@@ -147,18 +164,7 @@ export function createRateLimitEdge(options: RateLimitEdgeOptions): RequestListe
           refuse(request, response, refusal(result, key === undefined, headers), start, key);
           return;
         }
-        if (ambiguous) {
-          refuse(request, response, new ApiError(400, AMBIGUOUS_CREDENTIALS.code, AMBIGUOUS_CREDENTIALS.message, headers), start);
-          return;
-        }
-        for (const name in headers) response.setHeader(name, headers[name]!);
-        if (preflight) {
-          answer(request, response, 'preflight', 204, preflightHeaders, '', start);
-          return;
-        }
-        (response as ServerResponse & { locals?: object }).locals =
-          key !== undefined ? { apiKey: key } : identified !== undefined ? { keyRefusal: identified } : {};
-        app(request, response);
+        admit(request, response, start, identified, preflight, ambiguous, headers);
       },
       (error: unknown) => {
         logger.error({ err: error }, 'rate limiter failed');
@@ -168,7 +174,7 @@ export function createRateLimitEdge(options: RateLimitEdgeOptions): RequestListe
   };
 }
 
-const AMBIGUOUS_CREDENTIALS = new ApiError(400, 'invalid_request', 'Authorization: must be given once');
+const AMBIGUOUS_CREDENTIALS = 'Authorization: must be given once';
 
 function refusal(decision: RateLimitDecision, unauthenticated: boolean, headers: Record<string, string>): ApiError {
   if (decision.outcome === 'banned') {
