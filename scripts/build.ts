@@ -26,7 +26,7 @@ build({
   outdir: root,
   bundle: true,
   platform: 'node',
-  target: 'node20',
+  target: 'node24',
   format: 'cjs',
   sourcemap: true,
   logLevel: 'warning',

@@ -9,17 +9,18 @@ import { freePort } from './support/redis-server';
 import { type ServiceProcess, startService } from './support/service-process';
 
 const SECRET = 'proxy-streaming-secret';
-const TOTAL = 50 * 1024 * 1024;
+const TOTAL = 200 * 1024 * 1024;
 /** First, so that what the first proxied request loads and compiles is not counted. */
 const WARM_UP = 4 * 1024 * 1024;
 const CHUNK = Buffer.alloc(64 * 1024, 7);
 /** The heap sizing of docs/operations.md: V8 collects before garbage piles up. */
 const PRODUCTION_HEAP = ['--max-semi-space-size=4', '--max-old-space-size=64'];
 /**
- * A gateway that held the body would grow by at least its 50 MB. Streaming grows by about 30 MB
- * whatever the size (measured: the same for 200 MB): buffers V8 has not collected yet.
+ * A gateway that held the body would grow by at least its 200 MB. Streaming grows by a few tens of
+ * MB whatever the size (buffers V8 has not collected yet), more on some Node lines than others:
+ * the bound sits well between the two.
  */
-const MAX_GROWTH_MB = 40;
+const MAX_GROWTH_MB = 100;
 
 /** Peak RSS (VmHWM) since the last reset, in MB. */
 function peakRssMb(pid: number): number {
@@ -33,7 +34,7 @@ function resetPeak(pid: number): void {
 
 /**
  * The gateway as its own process (`main.ts`, ROUTES_FILE), so that its memory can be measured:
- * 50 MB pass through in each direction while its peak RSS barely moves, and an upstream that is
+ * 200 MB pass through in each direction while its peak RSS barely moves, and an upstream that is
  * down is reported by /readyz without failing readiness.
  */
 describe('proxied routes in the gateway process', function () {
@@ -115,7 +116,7 @@ describe('proxied routes in the gateway process', function () {
     await upstream?.close();
   });
 
-  it('streams a 50 MB upload to the upstream in constant gateway memory', async () => {
+  it('streams a 200 MB upload to the upstream in constant gateway memory', async () => {
     upstream.handle((request, response, received) => {
       request.on('end', () => response.end(String(received.bytes)));
       request.resume();
@@ -126,11 +127,11 @@ describe('proxied routes in the gateway process', function () {
     const before = peakRssMb(pid);
     expect(await upload(TOTAL)).to.equal(`200 ${TOTAL}`);
     const growth = peakRssMb(pid) - before;
-    console.log(`      gateway peak RSS growth during a 50 MB upload: ${growth.toFixed(1)} MB`);
+    console.log(`      gateway peak RSS growth during a 200 MB upload: ${growth.toFixed(1)} MB`);
     expect(growth).to.be.below(MAX_GROWTH_MB);
   });
 
-  it('streams a 50 MB download from the upstream in constant gateway memory', async () => {
+  it('streams a 200 MB download from the upstream in constant gateway memory', async () => {
     upstream.handle((request, response) => {
       const size = Number(new URL(request.url!, 'http://x').searchParams.get('bytes'));
       response.writeHead(200, { 'content-length': String(size) });
@@ -153,7 +154,7 @@ describe('proxied routes in the gateway process', function () {
     const before = peakRssMb(pid);
     expect(await download(TOTAL)).to.equal(TOTAL);
     const growth = peakRssMb(pid) - before;
-    console.log(`      gateway peak RSS growth during a 50 MB download: ${growth.toFixed(1)} MB`);
+    console.log(`      gateway peak RSS growth during a 200 MB download: ${growth.toFixed(1)} MB`);
     expect(growth).to.be.below(MAX_GROWTH_MB);
   });
 

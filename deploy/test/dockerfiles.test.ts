@@ -12,6 +12,9 @@ const read = (path: string) => readFileSync(join(root, path), 'utf8');
 const ignored = dockerIgnore(read('.dockerignore'));
 const gatewayDefaults = parseGatewayConfig({}, '');
 const petServiceDefaults = parsePetServiceConfig({});
+const rootPackage = JSON.parse(read('package.json')) as { engines: { node: string }; devDependencies: Record<string, string> };
+/** The runtime `npm ci` installs and every npm script runs on (README, Quick start). */
+const pinnedNode = rootPackage.devDependencies.node!;
 
 const images: Record<string, ImageExpectations> = {
   'gateway/Dockerfile': {
@@ -21,6 +24,7 @@ const images: Record<string, ImageExpectations> = {
     buildOutputs: Object.keys(BUILD_ENTRIES),
     ports: [gatewayDefaults.port, gatewayDefaults.adminPort],
     maxOldSpaceMb: 64,
+    nodeVersion: pinnedNode,
   },
   'pet-service/Dockerfile': {
     root,
@@ -29,6 +33,7 @@ const images: Record<string, ImageExpectations> = {
     buildOutputs: Object.keys(BUILD_ENTRIES),
     ports: [petServiceDefaults.port, petServiceDefaults.adminPort],
     maxOldSpaceMb: 128,
+    nodeVersion: pinnedNode,
   },
 };
 
@@ -46,6 +51,7 @@ describe('Dockerfiles (static checks; no Docker engine needed)', () => {
         ['a COPY of a file .dockerignore leaves out', (t) => t.replace('COPY tsconfig.json ./', 'COPY README.md ./'), /COPY README.md: excluded by .dockerignore/],
         ['an unpinned base image', (t) => t.replace(/ARG NODE_IMAGE=.*/, 'ARG NODE_IMAGE=node:lts-slim'), /not a pinned node/],
         ['a non-LTS Node line', (t) => t.replace(/ARG NODE_IMAGE=node:\d+/, 'ARG NODE_IMAGE=node:23'), /not an LTS line/],
+        ['another Node than the tests run on', (t) => t.replace(/ARG NODE_IMAGE=node:\d+/, 'ARG NODE_IMAGE=node:22'), /not the Node the tests run on/],
         ['no USER', (t) => t.replace(/^USER .*$/m, ''), /no USER/],
         ['USER root', (t) => t.replace(/^USER .*$/m, 'USER root'), /USER root: must be a numeric non-root uid/],
         ['USER 0', (t) => t.replace(/^USER .*$/m, 'USER 0:0'), /USER 0:0/],
@@ -68,6 +74,16 @@ describe('Dockerfiles (static checks; no Docker engine needed)', () => {
       }
     });
   }
+
+  describe('the Node runtime', () => {
+    it('is pinned exactly, and these tests run on it: the version of the images and of engines', () => {
+      expect(pinnedNode).to.match(/^\d+\.\d+\.\d+$/);
+      expect(process.versions.node, 'npm test runs on node_modules/.bin/node').to.equal(pinnedNode);
+      const minimum = /^>=(\d+)\.(\d+)\.(\d+)$/.exec(rootPackage.engines.node);
+      expect(minimum, 'engines.node is ">=x.y.z"').to.not.equal(null);
+      expect(Number(minimum![1]), 'engines names the pinned major').to.equal(Number(pinnedNode.split('.')[0]));
+    });
+  });
 
   describe('.dockerignore', () => {
     const tracked = execFileSync('git', ['ls-files'], { cwd: root, encoding: 'utf8' }).split('\n').filter(Boolean);

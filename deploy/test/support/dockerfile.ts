@@ -154,9 +154,11 @@ export interface ImageExpectations {
   readonly ports: readonly number[];
   /** The production heap ceiling in MB (README, Production build). */
   readonly maxOldSpaceMb: number;
+  /** The Node version the project pins (package.json's `node` devDependency): the one its tests run on. */
+  readonly nodeVersion: string;
 }
 
-const NODE_SLIM = /^node:(\d+)\.\d+\.\d+-(bookworm|bullseye|trixie)-slim(@sha256:[0-9a-f]{64})?$/;
+const NODE_SLIM = /^node:((\d+)\.\d+\.\d+)-(bookworm|bullseye|trixie)-slim(@sha256:[0-9a-f]{64})?$/;
 const SECRET_NAME = /SECRET|TOKEN|PASSWORD|PASSWD|API_?KEY|PRIVATE/i;
 
 /** Every way the Dockerfile breaks the image rules, as messages; empty when it keeps them all. */
@@ -170,7 +172,8 @@ export function checkDockerfile(text: string, expected: ImageExpectations): stri
   for (const stage of stages) {
     const match = NODE_SLIM.exec(stage.from);
     if (match === null) problems.push(`FROM ${stage.from}: not a pinned node:<x.y.z>-<debian>-slim image`);
-    else if (Number(match[1]) % 2 !== 0) problems.push(`FROM ${stage.from}: Node ${match[1]} is not an LTS line`);
+    else if (Number(match[2]) % 2 !== 0) problems.push(`FROM ${stage.from}: Node ${match[2]} is not an LTS line`);
+    else if (match[1] !== expected.nodeVersion) problems.push(`FROM ${stage.from}: not the Node the tests run on (${expected.nodeVersion}, package.json)`);
   }
 
   for (const stage of stages) {
