@@ -26,7 +26,7 @@ build({
   outdir: root,
   bundle: true,
   platform: 'node',
-  target: 'node24',
+  target: 'node26',
   format: 'cjs',
   sourcemap: true,
   logLevel: 'warning',
