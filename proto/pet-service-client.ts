@@ -94,6 +94,9 @@ export const DEFAULT_KEEPALIVE: KeepaliveOptions = { timeMs: 10_000, timeoutMs: 
  * its value). Reads are idempotent; CreatePet is never retried, since a create that reached the
  * store but lost its answer would be made twice.
  *
+ * A call whose stream was refused ({@link refused}) is retried the same way, whatever its method
+ * and the channel's state: nothing of it was processed.
+ *
  * A read is retried only while the channel is READY, that is while some replica is connected:
  * then UNAVAILABLE means one replica went away under the call and another can answer. With none
  * connected the pet service is down, and the caller is told so at once. grpc-js's own retry
@@ -102,10 +105,32 @@ export const DEFAULT_KEEPALIVE: KeepaliveOptions = { timeMs: 10_000, timeoutMs: 
  */
 export const READ_RETRY_BACKOFF_MS = [20, 60] as const;
 
+/**
+ * Shortest time between two DNS resolutions of a `dns:///` target. grpc-js resolves again only when
+ * a connection goes away, never on a timer; the pet service recycles every client connection at its
+ * maximum age, so a replica added to the name is called within about that age plus this interval.
+ */
+export const MIN_RESOLUTION_INTERVAL_MS = 10_000;
+
+/**
+ * Whether a call failed because its HTTP/2 stream was refused (RST_STREAM REFUSED_STREAM): RFC 9113
+ * section 8.7 guarantees the server processed nothing of it, so any call, a create included, can be
+ * sent again. A stream opened just as the pet service recycles a connection (its maximum age) is
+ * refused; grpc-js sends such a call again once, on whatever connection it picks, and only reports
+ * the second refusal. grpc-js says so only in the details, in one of two words depending on whether
+ * the refusal came as the stream was written or after.
+ */
+function refused(error: ServiceError): boolean {
+  return typeof error.details === 'string' && REFUSED_DETAILS.test(error.details);
+}
+
+const REFUSED_DETAILS = /NGHTTP2_REFUSED_STREAM|^Stream refused by server$/;
+
 /** The channel options {@link createPetServiceClient} starts from. */
 export function defaultChannelOptions(keepalive: KeepaliveOptions | false = DEFAULT_KEEPALIVE): ChannelOptions {
   return {
     'grpc.service_config': JSON.stringify(SERVICE_CONFIG),
+    'grpc.dns_min_time_between_resolutions_ms': MIN_RESOLUTION_INTERVAL_MS,
     // Reconnect quickly once a restarted pet service is back.
     'grpc.initial_reconnect_backoff_ms': 100,
     'grpc.max_reconnect_backoff_ms': 1000,
@@ -170,10 +195,10 @@ export function createPetServiceClient(target: string, options: PetServiceClient
       // Initial metadata arrives before the response, so it is read before the promise settles.
       if (onMetadata !== undefined) pending.on('metadata', onMetadata);
     });
-  const retryable = (error: unknown, retry: number, deadline: number): number | undefined => {
+  const retryable = (error: unknown, retry: number, deadline: number, idempotent: boolean): number | undefined => {
     const backoff = READ_RETRY_BACKOFF_MS[retry];
     if (backoff === undefined || (error as ServiceError).code !== Status.UNAVAILABLE) return undefined;
-    if (channel.getConnectivityState(false) !== connectivityState.READY) return undefined;
+    if (!refused(error as ServiceError) && !(idempotent && channel.getConnectivityState(false) === connectivityState.READY)) return undefined;
     const pause = backoff * (0.5 + Math.random() / 2);
     return Date.now() + pause < deadline ? pause : undefined;
   };
@@ -195,7 +220,7 @@ export function createPetServiceClient(target: string, options: PetServiceClient
           try {
             return await once(method, request, sent, deadline, onMetadata);
           } catch (error) {
-            const pause = retries ? retryable(error, retry, deadline) : undefined;
+            const pause = retryable(error, retry, deadline, retries);
             if (pause === undefined) {
               code = (error as ServiceError).code ?? Status.UNKNOWN;
               throw error;

@@ -4,11 +4,13 @@ import {
   callMetadata,
   createPetServiceClient,
   defaultChannelOptions,
+  MIN_RESOLUTION_INTERVAL_MS,
   type PromisePetServiceClient,
   READ_RETRY_BACKOFF_MS,
 } from '@petstore/proto';
 import { expect } from 'chai';
 import type pino from 'pino';
+import { DEFAULT_MAX_CONNECTION_AGE_MS } from '../pet-service/src/config';
 import { createServer, type RunningServer } from '../pet-service/src/server';
 import { MemoryPetRepository } from '../pet-service/src/store/memory-pet-repository';
 import { capturedLogs } from './support/captured-logs';
@@ -28,15 +30,38 @@ async function failure(call: Promise<unknown>): Promise<Status> {
   return expect.fail('the call succeeded');
 }
 
+interface PetServiceOptions {
+  host?: string;
+  port?: number;
+  repository?: MemoryPetRepository;
+  logger?: pino.Logger;
+  maxConnectionAgeMs?: number;
+}
+
 /** A real pet service on a loopback address, the memory store its only dependency. */
-function petService(options: { host?: string; port?: number; repository?: MemoryPetRepository; logger?: pino.Logger } = {}): Promise<RunningServer> {
+function petService(options: PetServiceOptions = {}): Promise<RunningServer> {
   return createServer({
     host: options.host ?? '127.0.0.1',
     port: options.port ?? 0,
     repository: options.repository ?? new MemoryPetRepository(),
     pageTokenSecret: 's',
     ...(options.logger === undefined ? {} : { logger: options.logger }),
+    ...(options.maxConnectionAgeMs === undefined ? {} : { maxConnectionAgeMs: options.maxConnectionAgeMs }),
   });
+}
+
+/**
+ * Replicas on one port, each on its own loopback address, as behind a headless Service; each
+ * store holds a pet 1 named after its replica, so a GetPet of id 1 tells which one answered.
+ */
+async function replicasOnOnePort(names: readonly string[], options: PetServiceOptions = {}): Promise<RunningServer[]> {
+  const replicas: RunningServer[] = [];
+  for (const [index, name] of names.entries()) {
+    const repository = new MemoryPetRepository();
+    await repository.create({ name, categoryId: 1n, status: 'available' });
+    replicas.push(await petService({ ...options, host: `127.0.0.${index + 1}`, port: replicas[0]?.port ?? 0, repository }));
+  }
+  return replicas;
 }
 
 /** Gets that wait in the store until released: a call the pet service holds for as long as the test likes. */
@@ -149,15 +174,8 @@ describe('createPetServiceClient (@petstore/proto) against real gRPC servers on 
   });
 
   it('spreads calls round_robin over every address of a dns:/// name', async () => {
-    // Two replicas on one port, as behind a headless Service; each store holds a pet 1 of its own name.
-    const replicas: RunningServer[] = [];
-    for (const [host, name] of [['127.0.0.1', 'first'], ['127.0.0.2', 'second']] as const) {
-      const repository = new MemoryPetRepository();
-      await repository.create({ name, categoryId: 1n, status: 'available' });
-      const replica = await petService({ host, port: replicas[0]?.port ?? 0, repository });
-      replicas.push(replica);
-      cleanups.push(() => replica.shutdown());
-    }
+    const replicas = await replicasOnOnePort(['first', 'second']);
+    for (const replica of replicas) cleanups.push(() => replica.shutdown());
     cleanups.push(addFakeDnsName('pets.test', ['127.0.0.1', '127.0.0.2']));
     const pets = client(`dns:///pets.test:${replicas[0]!.port}`);
     const nameOfPet1 = async () => (await pets.getPet({ id: '1' })).pet!.name;
@@ -170,6 +188,60 @@ describe('createPetServiceClient (@petstore/proto) against real gRPC servers on 
     for (let call = 0; call < 20; call += 1) names.push(await nameOfPet1());
     expect(names.filter((name) => name === 'first'), names.join(' ')).to.have.length(10);
     for (let call = 1; call < names.length; call += 1) expect(names[call], 'consecutive calls').to.not.equal(names[call - 1]);
+  });
+
+  describe('a replica added to the name, or removed from it', () => {
+    // Scaled down: connections recycled every second (±10%), names resolved at most every 100 ms.
+    const AGE_MS = 1000;
+    const RESOLUTION_MS = 100;
+    /** The connection age with its jitter, one resolution interval, and room for a loaded machine. */
+    const BOUND_MS = AGE_MS * 1.1 + RESOLUTION_MS + 2000;
+
+    it('keeps production defaults within 60 s: connection age and resolution interval leave room for DNS caching', () => {
+      // Kubernetes' DNS caches a headless Service's records for 5 s by default (CoreDNS ttl), and
+      // endpoints take a few seconds to change: 15 s is left for both.
+      expect(DEFAULT_MAX_CONNECTION_AGE_MS * 1.1 + MIN_RESOLUTION_INTERVAL_MS).to.be.at.most(45_000);
+      expect(defaultChannelOptions()['grpc.dns_min_time_between_resolutions_ms']).to.equal(MIN_RESOLUTION_INTERVAL_MS);
+    });
+
+    it('calls a new replica within a connection age, stops calling a removed one within the same bound, and fails no read or create', async () => {
+      const replicas = await replicasOnOnePort(['first', 'second', 'third'], { maxConnectionAgeMs: AGE_MS });
+      for (const replica of replicas) cleanups.push(() => replica.shutdown());
+      cleanups.push(addFakeDnsName('pets.test', ['127.0.0.1', '127.0.0.2']));
+      const pets = client(`dns:///pets.test:${replicas[0]!.port}`, { channelOptions: { 'grpc.dns_min_time_between_resolutions_ms': RESOLUTION_MS } });
+      /** Calls one after another until `done` holds of the replica that answered; every call must succeed. */
+      const callUntil = async (done: (name: string) => boolean): Promise<Set<string>> => {
+        const seen = new Set<string>();
+        for (const started = Date.now(); Date.now() - started < BOUND_MS; ) {
+          // A create too: never retried on UNAVAILABLE, it must not meet a recycled connection's refusal.
+          await pets.createPet({ name: 'Rex', categoryId: '1', status: 0 });
+          const name = (await pets.getPet({ id: '1' })).pet!.name;
+          seen.add(name);
+          if (done(name)) return seen;
+        }
+        return expect.fail(`not within ${BOUND_MS} ms; answered by ${[...seen].join(', ')}`);
+      };
+
+      const before = await callUntil((name) => name === 'second');
+      // Round robin asks for a new resolution while its second connection comes up, and grpc-js
+      // may hold that one back by its resolution backoff (at most grpc.max_reconnect_backoff_ms,
+      // 1 s in defaultChannelOptions). Calls go on for three times that before the name changes,
+      // so that only a recycled connection can make the channel resolve the name again.
+      for (const settling = Date.now(); Date.now() - settling < 3000; ) before.add((await pets.getPet({ id: '1' })).pet!.name);
+      expect([...before]).to.have.members(['first', 'second']);
+
+      cleanups.push(addFakeDnsName('pets.test', ['127.0.0.1', '127.0.0.2', '127.0.0.3']));
+      await callUntil((name) => name === 'third');
+
+      cleanups.push(addFakeDnsName('pets.test', ['127.0.0.2', '127.0.0.3']));
+      // Once every connection to the first has been recycled, it answers nothing more: 30 calls in a
+      // row (three per replica left and round) without it.
+      let withoutFirst = 0;
+      await callUntil((name) => (withoutFirst = name === 'first' ? 0 : withoutFirst + 1) >= 30);
+      const after = new Set<string>();
+      for (let call = 0; call < 30; call += 1) after.add((await pets.getPet({ id: '1' })).pet!.name);
+      expect([...after]).to.have.members(['second', 'third']);
+    });
   });
 
   it('sends x-request-id and x-caller-id, the client-wide caller id unless a call names its own', async () => {

@@ -43,6 +43,12 @@ export interface PetServiceConfig {
  * and a twentieth of the gateway's deadline.
  */
 export const DEFAULT_SLOW_CALL_MS = 100;
+/**
+ * Default client connection age. With a client's re-resolution interval it bounds how long a new
+ * replica waits for calls from clients that connected before it (docs/deploy.md, Scaling): a
+ * connection recycled this often costs one reconnect per client and replica.
+ */
+export const DEFAULT_MAX_CONNECTION_AGE_MS = 30_000;
 
 /** The variables the pet service reads, as envalid validators. */
 const ENVIRONMENT_SPEC = {
@@ -77,7 +83,7 @@ const ENVIRONMENT_SPEC = {
     desc: 'Successful calls faster than this are logged at debug, slower ones and every failed call at info; 0 logs every call at info',
   }),
   GRPC_MAX_CONNECTION_AGE_MS: positiveInteger({
-    default: 300_000,
+    default: DEFAULT_MAX_CONNECTION_AGE_MS,
     desc: 'Client connections are asked to reconnect at this age, so clients find replicas added since (scale-out)',
   }),
   STORE_HEALTH_INTERVAL_MS: positiveInteger({ default: 5000, desc: 'How often the store is pinged for health' }),

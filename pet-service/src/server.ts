@@ -19,7 +19,7 @@ import { createMetrics, type PetServiceMetrics } from './observability/metrics';
 import { PageTokenCodec } from './pets/page-token';
 import type { PetRepository } from './store/pet-repository';
 import { withProtocMapEntryNames } from './grpc/map-entry-names';
-import { DEFAULT_SLOW_CALL_MS } from './config';
+import { DEFAULT_MAX_CONNECTION_AGE_MS, DEFAULT_SLOW_CALL_MS } from './config';
 import { createPetServiceHandlers, tolerantDeserialize } from './grpc/pet-service-handlers';
 import { StoreHealthMonitor } from './store/store-health';
 import { createWriteLimiter } from './store/write-limiter';
@@ -50,7 +50,7 @@ export interface ServerOptions {
    * Age at which a client connection is asked to go away (GOAWAY), after which the client
    * reconnects and resolves the service's name again. Without it a gateway that resolved a
    * headless Service once would never call the replicas an autoscaler added afterwards. Default
-   * five minutes.
+   * {@link DEFAULT_MAX_CONNECTION_AGE_MS}.
    */
   readonly maxConnectionAgeMs?: number;
   /** Successful calls faster than this are logged at debug, others at info (unset: 100; 0: all at info). */
@@ -97,7 +97,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
   const repository = new InstrumentedRepository(options.repository, metrics);
   const forcedShutdown = new AbortController();
   const server = new Server({
-    'grpc.max_connection_age_ms': options.maxConnectionAgeMs ?? 300_000,
+    'grpc.max_connection_age_ms': options.maxConnectionAgeMs ?? DEFAULT_MAX_CONNECTION_AGE_MS,
     // Calls in flight at that age get this long to finish; the gateway's deadline is 2 s.
     'grpc.max_connection_age_grace_ms': 30_000,
   });
