@@ -87,7 +87,15 @@ describe('a slow store under write overload (real FerretDB, gateway and pet serv
         else reads.failures.push(`GET ${response.status} ${body}`);
       }
     };
-    await Promise.all([...Array.from({ length: WRITERS }, (_, index) => writer(index)), ...Array.from({ length: READERS }, reader)]);
+    // The autoscaling signal (docs/deploy.md): the creates' queue, as the pet service's /metrics shows it.
+    const queued: number[] = [];
+    const scraper = async (): Promise<void> => {
+      while (Date.now() < end) {
+        const text = await (await fetch(`http://127.0.0.1:${petService!.adminPort}/metrics`)).text();
+        queued.push(Number(/^pet_store_writes_queued (\d+)$/m.exec(text)?.[1]));
+      }
+    };
+    await Promise.all([...Array.from({ length: WRITERS }, (_, index) => writer(index)), ...Array.from({ length: READERS }, reader), scraper()]);
 
     const line = (name: string, tally: Tally, okStatus: number) =>
       `      ${name}: ${tally.requests} requests, ${tally.ok} × ${okStatus}, ${tally.shed} × 429, ${tally.failures.length} failed`;
@@ -100,5 +108,8 @@ describe('a slow store under write overload (real FerretDB, gateway and pet serv
     expect(writes.shed, 'writes shed with 429').to.be.above(0);
     expect(writes.ok, 'writes made').to.be.above(0);
     expect(reads.ok, 'reads served').to.be.above(0);
+    expect(queued.length, 'scrapes').to.be.above(0);
+    expect(queued.every((depth) => Number.isInteger(depth) && depth >= 0 && depth <= 8), queued.join(' ')).to.equal(true);
+    expect(Math.max(...queued), 'the queue seen filling').to.be.above(0);
   });
 });

@@ -96,6 +96,24 @@ describe('deploy/ manifests', function () {
       expect(pod('production', 'mongodb').affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution).to.have.length(1);
     });
 
+    it('reports a MongoDB member ready only as a primary or a secondary, in both overlays', () => {
+      for (const overlay of overlays) {
+        const probe = pod(overlay, 'mongodb').containers[0].readinessProbe;
+        expect(probe.tcpSocket, overlay).to.equal(undefined);
+        expect(probe.exec.command.join(' '), overlay).to.match(/db\.hello\(\).*isWritablePrimary \|\| hello\.secondary/);
+      }
+    });
+
+    it('spreads replicas over zones, the MongoDB members strictly', () => {
+      for (const name of ['gateway', 'pet-service', 'mongodb']) {
+        const zones = (pod('production', name).topologySpreadConstraints ?? []).filter((c: any) => c.topologyKey === 'topology.kubernetes.io/zone');
+        expect(zones, name).to.have.length(1);
+        expect(zones[0].labelSelector.matchLabels['app.kubernetes.io/name'], name).to.equal(name);
+        expect(zones[0].whenUnsatisfiable, name).to.equal(name === 'mongodb' ? 'DoNotSchedule' : 'ScheduleAnyway');
+        expect(pod('staging', name).topologySpreadConstraints, name).to.equal(undefined);
+      }
+    });
+
     it('takes PAGE_TOKEN_SECRET from a Secret', () => {
       const env = pod('production', 'pet-service').containers[0].env;
       expect(env.find((e: any) => e.name === 'PAGE_TOKEN_SECRET').valueFrom.secretKeyRef).to.deep.equal({ name: 'pet-service-page-token', key: 'PAGE_TOKEN_SECRET' });
@@ -255,6 +273,9 @@ describe('deploy/ manifests', function () {
       const check = 'autoscalers and disruption budgets';
       fails(check, (o) => o.splice(o.indexOf(named(o, 'HorizontalPodAutoscaler', 'gateway')), 1), /gateway: no HorizontalPodAutoscaler/);
       fails(check, (o) => o.splice(o.indexOf(named(o, 'PodDisruptionBudget', 'mongodb')), 1), /mongodb: no PodDisruptionBudget/);
+      const queueMetric = (o: KubeObject[]) => named(o, 'HorizontalPodAutoscaler', 'pet-service').spec.metrics.find((m: any) => m.type === 'Pods');
+      fails(check, (o) => (queueMetric(o).pods.metric.name = 'pet_store_write_queue'), /pet_store_write_queue is not one the service exports/);
+      fails(check, (o) => (named(o, 'HorizontalPodAutoscaler', 'pet-service').spec.metrics = [named(o, 'HorizontalPodAutoscaler', 'pet-service').spec.metrics[0]]), /does not scale on pet_store_writes_queued/);
     });
   });
 });

@@ -96,6 +96,12 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
   const metrics = options.metrics ?? createMetrics();
   const repository = new InstrumentedRepository(options.repository, metrics);
   const forcedShutdown = new AbortController();
+  const writes = createWriteLimiter({
+    maxConcurrent: options.maxConcurrentWrites ?? Number.POSITIVE_INFINITY,
+    maxQueued: options.maxQueuedWrites ?? Number.POSITIVE_INFINITY,
+    writeTimeMs: options.writeTimeMs ?? 0,
+  });
+  metrics.watchWrites(writes);
   const server = new Server({
     'grpc.max_connection_age_ms': options.maxConnectionAgeMs ?? DEFAULT_MAX_CONNECTION_AGE_MS,
     // Calls in flight at that age get this long to finish; the gateway's deadline is 2 s.
@@ -110,11 +116,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
     ) as unknown as typeof PetServiceService,
     createPetServiceHandlers({
       repository,
-      writes: createWriteLimiter({
-        maxConcurrent: options.maxConcurrentWrites ?? Number.POSITIVE_INFINITY,
-        maxQueued: options.maxQueuedWrites ?? Number.POSITIVE_INFINITY,
-        writeTimeMs: options.writeTimeMs ?? 0,
-      }),
+      writes,
       pageTokens: new PageTokenCodec(options.pageTokenSecret),
       logger,
       metrics,

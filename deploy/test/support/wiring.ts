@@ -1,5 +1,6 @@
 import { ENVIRONMENT_VARIABLES as GATEWAY_VARIABLES, parseConfig as parseGatewayConfig } from '../../../gateway/src/config';
 import { ENVIRONMENT_VARIABLES as PET_SERVICE_VARIABLES, parseConfig as parsePetServiceConfig } from '../../../pet-service/src/config';
+import { createMetrics as createPetServiceMetrics } from '../../../pet-service/src/observability/metrics';
 import type { KubeObject } from './kubectl';
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- rendered objects are checked field by field */
@@ -217,7 +218,8 @@ export function checkPorts(objects: readonly KubeObject[]): string[] {
       for (const kind of ['livenessProbe', 'readinessProbe', 'startupProbe']) {
         const probe = container[kind];
         const port = probe?.httpGet?.port ?? probe?.tcpSocket?.port ?? probe?.grpc?.port;
-        if (probe !== undefined && resolvePort(workload.pod, port, container) === undefined) {
+        // An exec probe names no port: the command inside the container checks what it checks.
+        if (probe !== undefined && probe.exec === undefined && resolvePort(workload.pod, port, container) === undefined) {
           problems.push(`${workload.kind}/${workload.name}: ${container.name} ${kind} port ${port} is not a port of the container`);
         }
       }
@@ -543,12 +545,32 @@ export function checkTrustProxy(objects: readonly KubeObject[]): string[] {
   return problems;
 }
 
-/** Autoscalers for both services; disruption budgets for them and for MongoDB. */
+/** The metric the pet service's autoscaler must scale on besides CPU: the creates' queue. */
+const PET_SERVICE_WRITE_QUEUE = 'pet_store_writes_queued';
+
+/**
+ * Autoscalers for both services, the pet service's on its write queue too, every Pods metric one
+ * the service exports; disruption budgets for both services and for MongoDB.
+ */
 export function checkAvailability(objects: readonly KubeObject[]): string[] {
   const problems: string[] = [];
   const all = workloads(objects);
+  const exported: Record<string, readonly string[]> = {
+    'pet-service': createPetServiceMetrics().registry.getMetricsAsArray().map((metric) => metric.name),
+  };
   for (const name of ['gateway', 'pet-service']) {
-    if (!(objects as any[]).some((o) => o.kind === 'HorizontalPodAutoscaler' && o.spec.scaleTargetRef.name === name)) problems.push(`${name}: no HorizontalPodAutoscaler`);
+    const autoscaler = (objects as any[]).find((o) => o.kind === 'HorizontalPodAutoscaler' && o.spec.scaleTargetRef.name === name);
+    if (autoscaler === undefined) {
+      problems.push(`${name}: no HorizontalPodAutoscaler`);
+      continue;
+    }
+    const podMetrics: string[] = (autoscaler.spec.metrics ?? []).filter((m: any) => m.type === 'Pods').map((m: any) => m.pods.metric.name);
+    for (const metric of podMetrics) {
+      if (!(exported[name] ?? []).includes(metric)) problems.push(`${name}: the autoscaler's metric ${metric} is not one the service exports`);
+    }
+    if (name === 'pet-service' && !podMetrics.includes(PET_SERVICE_WRITE_QUEUE)) {
+      problems.push(`${name}: the autoscaler does not scale on ${PET_SERVICE_WRITE_QUEUE}, which rises under a write burst where CPU does not`);
+    }
   }
   for (const name of ['gateway', 'pet-service', 'mongodb']) {
     const workload = all.find((w) => w.name === name);

@@ -7,6 +7,18 @@ export interface PetServiceMetrics {
   readonly grpcCallSeconds: Histogram<'method' | 'code'>;
   readonly storeOperations: Counter<'operation' | 'outcome'>;
   readonly storeOperationSeconds: Histogram<'operation' | 'outcome'>;
+  /**
+   * Reads the creates' queue at each scrape from now on (until then both gauges read 0). Creates
+   * queue, and the overflow is refused with RESOURCE_EXHAUSTED, long before CPU rises: the queue is
+   * what an autoscaler should scale on under a write burst (docs/deploy.md).
+   */
+  watchWrites(source: WriteQueue): void;
+}
+
+/** A write limiter as the metrics read it (store/write-limiter.ts). */
+export interface WriteQueue {
+  readonly queued: number;
+  readonly running: number;
 }
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
@@ -31,8 +43,28 @@ export function createMetrics(sources: MetricSources = {}): PetServiceMetrics {
       },
     });
   }
+  let writes: WriteQueue = { queued: 0, running: 0 };
+  new Gauge({
+    name: 'pet_store_writes_queued',
+    help: 'Creates waiting for a turn to write (at most STORE_MAX_QUEUED_WRITES; one more is refused).',
+    registers: [registry],
+    collect() {
+      this.set(writes.queued);
+    },
+  });
+  new Gauge({
+    name: 'pet_store_writes_running',
+    help: 'Creates writing to the store now (at most STORE_MAX_CONCURRENT_WRITES).',
+    registers: [registry],
+    collect() {
+      this.set(writes.running);
+    },
+  });
   return {
     registry,
+    watchWrites: (source) => {
+      writes = source;
+    },
     grpcCalls: new Counter({
       name: 'grpc_server_handled_total',
       help: 'gRPC calls completed by the server, by method and status code.',

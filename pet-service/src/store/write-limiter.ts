@@ -32,6 +32,10 @@ export interface WriteLimiter {
    * and never runs.
    */
   run<T>(write: () => Promise<T>, caller?: WriteCaller): Promise<T>;
+  /** Writes waiting for a turn now. */
+  readonly queued: number;
+  /** Writes running now. */
+  readonly running: number;
 }
 
 // setTimeout fires at once for longer delays; a wait that long is as good as no deadline.
@@ -94,6 +98,12 @@ export function createWriteLimiter({ maxConcurrent, maxQueued, writeTimeMs }: Wr
       } finally {
         release();
       }
+    },
+    get queued() {
+      return waiting.size;
+    },
+    get running() {
+      return running;
     },
   };
 }

@@ -46,6 +46,7 @@ describe('createWriteLimiter', () => {
     const outcomes = writes.map(({ write }) => outcomeOf(limiter.run(write)));
     expect(await outcomeOf(limiter.run(heldWrite('e', log).write))).to.equal('RESOURCE_EXHAUSTED');
     expect(log).to.deep.equal(['start a', 'start b']);
+    expect({ running: limiter.running, queued: limiter.queued }, 'what the metrics read').to.deep.equal({ running: 2, queued: 2 });
 
     writes[1]!.finish();
     expect(await outcomes[1]).to.equal('b');
@@ -56,6 +57,7 @@ describe('createWriteLimiter', () => {
     writes[2]!.finish();
     writes[3]!.finish();
     expect(await Promise.all(outcomes)).to.deep.equal(['a', 'b', 'c', 'd']);
+    expect({ running: limiter.running, queued: limiter.queued }).to.deep.equal({ running: 0, queued: 0 });
 
     // Every slot and place was given back.
     const again = ['f', 'g', 'h', 'i'].map((name) => heldWrite(name, log));
