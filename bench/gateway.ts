@@ -25,7 +25,7 @@ const SOAK_SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 60);
 const SOAK_WARMUP_SECONDS = Number(process.env.BENCH_SOAK_WARMUP_SECONDS ?? 10);
 /** `BENCH_FEATURE_COSTS=1`: also measure what each feature costs (bench/feature-gateway.ts). */
 const FEATURE_COSTS = process.env.BENCH_FEATURE_COSTS === '1';
-const FEATURES = ['limiter', 'validation', 'logging', 'metrics'] as const;
+const FEATURES = ['limiter', 'logging', 'metrics'] as const;
 /**
  * `BENCH_BASELINE=<commit>`: also build that commit's gateway (bench/baseline-build.ts) and load it
  * and this checkout's in alternating rounds, both on the same pet service, so that a change's cost

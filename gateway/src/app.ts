@@ -3,19 +3,17 @@ import express from 'express';
 import { stringify } from 'lossless-json';
 import pino, { type Logger } from 'pino';
 import type { ApiKeyDirectory } from './edge/api-keys';
-import { requireApiKey } from './edge/authenticate';
 import { type CorsOrigins, createCorsPolicy } from './edge/cors-policy';
-import { createErrorHandler, type InternalErrorListener, notFound } from './http/error-handler';
+import { createErrorHandler, type InternalErrorListener, methodNotAllowed, notFound } from './http/error-handler';
 import { MemoryRateLimiter } from './rate-limit/memory-rate-limiter';
 import type { GatewayMetrics } from './observability/metrics';
 import { openApiDocumentFor } from './http/openapi';
 import { createApiDocsRouter } from './http/api-docs-router';
 import type { PetClient } from './pet-service-client/pet-client';
-import { createPetsRouter, methodNotAllowed } from './http/pets-router';
-import { createRateLimitEdge } from './edge/front-door';
+import { createPetsRoutes } from './http/pets-routes';
+import { createFrontDoor } from './edge/front-door';
 import { DEFAULT_RATE_LIMIT_SETTINGS, type RateLimitSettings } from './rate-limit/rate-limit-policy';
 import type { RateLimiter } from './rate-limit/rate-limiter';
-import { createRequestLogging } from './observability/request-logging';
 import { createProxyRoutes } from './upstream/proxy-route';
 import type { ProxyRoute } from './upstream/routes-file';
 
@@ -44,23 +42,16 @@ export interface AppOptions {
   readonly routes?: readonly ProxyRoute[];
   /** Browser origins allowed to call the API (CORS_ORIGINS); default none: no CORS headers. */
   readonly corsOrigins?: CorsOrigins;
-  /**
-   * For benchmarks only (`bench/feature-gateway.ts`), never set by `main.ts`: features turned off
-   * to measure what each costs per request. `limiter`: requests are identified but not charged and
-   * carry no rate-limit headers; `validation`: the pets routes skip their JSON schemas.
-   */
-  readonly benchWithout?: { readonly limiter?: boolean; readonly validation?: boolean };
 }
 
 /**
- * Builds the public HTTP handler: the rate-limit edge in front of the express app. It does not
- * listen; callers do (tests on port 0).
+ * Builds the public HTTP handler: the front door, which serves the pets routes itself, in front of
+ * the express app for everything else. It does not listen; callers do (tests on port 0).
  */
 export function createApp(options: AppOptions): RequestListener {
   const now = options.now ?? Date.now;
   const logger = options.logger ?? pino({ level: 'silent' });
-  const draining = options.draining ?? (() => false);
-  const { metrics } = options;
+  const onInternalError = options.onInternalError ?? ((error: unknown) => logger.error({ err: error }, 'internal error'));
   const routes = options.routes ?? [];
   const openApiJson = stringify(openApiDocumentFor(routes))!;
   // A preflight allows every method the gateway serves on some path: the pets API's and the routes'.
@@ -70,35 +61,27 @@ export function createApp(options: AppOptions): RequestListener {
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.set('trust proxy', options.trustProxy ?? false);
-
-  // One middleware for the log line, the metrics and draining: each layer of express's router
-  // costs a path match on every request.
-  const observe = createRequestLogging(logger, metrics);
-  app.use((request, response, next) => {
-    if (draining()) response.set('Connection', 'close');
-    observe(request, response, next);
-  });
-
   app.get('/v1/openapi.json', (_request, response) => {
     response.type('application/json').send(openApiJson);
   });
-  app.all('/v1/openapi.json', methodNotAllowed('GET, HEAD'));
+  const openApiMethods = methodNotAllowed('GET, HEAD');
+  app.all('/v1/openapi.json', () => {
+    throw openApiMethods;
+  });
   app.use(createApiDocsRouter());
-  app.use('/v1', requireApiKey);
   for (const { prefix, handlers } of createProxyRoutes({ routes, logger, cors: cors !== undefined })) app.use(prefix, ...handlers);
-  app.use(createPetsRouter({ petClient: options.petClient, now, validate: options.benchWithout?.validation !== true }));
   app.use(notFound);
-  app.use(createErrorHandler(options.onInternalError ?? ((error) => logger.error({ err: error }, 'internal error'))));
-  return createRateLimitEdge({
+  app.use(createErrorHandler(onInternalError));
+  return createFrontDoor({
     app,
+    pets: createPetsRoutes({ petClient: options.petClient, now, onInternalError }),
     apiKeys: options.apiKeys,
     now,
     limiter: options.limiter ?? new MemoryRateLimiter({ now }),
     settings: options.rateLimits ?? DEFAULT_RATE_LIMIT_SETTINGS,
     logger,
-    metrics,
-    draining,
-    charge: options.benchWithout?.limiter !== true,
+    metrics: options.metrics,
+    draining: options.draining ?? (() => false),
     cors,
   });
 }

@@ -1,7 +1,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Router } from 'express';
-import { methodNotAllowed } from './pets-router';
+import { methodNotAllowed } from './error-handler';
 
 /** Where the page is served. Its files are below it, and the page refers to them by absolute path. */
 export const API_DOCS_PATH = '/docs';
@@ -92,7 +92,10 @@ export function createApiDocsRouter(options: ApiDocsRouterOptions = {}): Router 
     if (!statSync(path, { throwIfNoEntry: false })?.isFile()) throw new Error(`API docs asset missing: ${path}`);
     files.set(name, path);
   }
-  const allow = methodNotAllowed('GET, HEAD');
+  const notAllowed = methodNotAllowed('GET, HEAD');
+  const allow = (): never => {
+    throw notAllowed;
+  };
   const router = Router({ caseSensitive: false, strict: false });
   router
     .route(API_DOCS_PATH)

@@ -1,4 +1,4 @@
-import type { RequestHandler } from 'express';
+import type { ServerResponse } from 'node:http';
 import { ApiError } from './api-error';
 import { SUNSET_HTTP_DATE } from './openapi';
 
@@ -13,17 +13,16 @@ const HEADERS = {
   Link: '</v1/pets>; rel="successor-version"',
 };
 
+const GONE = new ApiError(410, 'gone', `this operation was removed at ${SUNSET_HTTP_DATE}; use GET /v1/pets?status=`);
+
 /**
- * Marks a deprecated route (RFC 9745 Deprecation, RFC 8594 Sunset, a successor link), and from
- * the sunset instant on answers 410 instead. `now` is injected so the switch can be tested.
+ * Marks the response of a deprecated route (RFC 9745 Deprecation, RFC 8594 Sunset, a successor
+ * link); from the sunset instant on, the route answers 410 instead. `now` is injected so the
+ * switch can be tested.
+ *
+ * @throws ApiError 410 `gone` once the sunset has passed.
  */
-export function deprecated(now: () => number): RequestHandler {
-  return (_request, response, next) => {
-    response.set(HEADERS);
-    if (now() >= SUNSET_AT) {
-      next(new ApiError(410, 'gone', `this operation was removed at ${SUNSET_HTTP_DATE}; use GET /v1/pets?status=`));
-      return;
-    }
-    next();
-  };
+export function markDeprecated(response: ServerResponse, now: number): void {
+  for (const name in HEADERS) response.setHeader(name, HEADERS[name as keyof typeof HEADERS]);
+  if (now >= SUNSET_AT) throw GONE;
 }

@@ -1,5 +1,6 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Metadata } from '@grpc/grpc-js';
-import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
+import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { ApiError } from './api-error';
 import { grpcStatusToHttp } from './grpc-status-to-http';
 
@@ -24,17 +25,39 @@ export function createErrorHandler(onInternal: InternalErrorListener): ErrorRequ
   };
 }
 
+/** Answers any method a route does not serve: 405 with `Allow`. */
+export function methodNotAllowed(allow: string): ApiError {
+  return new ApiError(405, 'method_not_allowed', `method not allowed; allowed: ${allow}`, { Allow: allow });
+}
+
 /**
- * Answers with the Error body, closing the connection afterwards when the request's body has not
- * all arrived. A response whose head has already gone out can only be cut off.
+ * Answers with the Error body, on top of the headers already set (rate limits, CORS, a
+ * deprecation), closing the connection afterwards when the request's body has not all arrived. A
+ * response whose head has already gone out can only be cut off.
  */
-export function sendApiError(request: Request, response: Response, apiError: ApiError): void {
+export function sendApiError(request: IncomingMessage, response: ServerResponse, apiError: ApiError): void {
   if (response.headersSent) {
     response.destroy();
     return;
   }
-  if (!request.complete) response.set('Connection', 'close');
-  response.status(apiError.status).set(apiError.headers).type('application/json').send(apiError.toJson());
+  const { headers } = apiError;
+  for (const name in headers) response.setHeader(name, headers[name]!);
+  if (!request.complete) response.setHeader('Connection', 'close');
+  sendJson(response, apiError.status, apiError.toJson());
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * Writes a JSON response: what express's `status(...).type('application/json').send(json)` writes
+ * with ETags off (no response here has a validator, so no request is ever answered 304). Node
+ * leaves out the body of a HEAD response itself.
+ */
+export function sendJson(response: ServerResponse, status: number, json: string): void {
+  response.statusCode = status;
+  response.setHeader('Content-Type', JSON_TYPE);
+  response.setHeader('Content-Length', Buffer.byteLength(json));
+  response.end(json);
 }
 
 // body-parser and express raise http-errors with `status` and, for body problems, `type`.

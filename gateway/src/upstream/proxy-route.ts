@@ -3,10 +3,9 @@ import { pipeline } from 'node:stream';
 import type { Request, RequestHandler, Response } from 'express';
 import { createProxyMiddleware, type Plugin, proxyEventsPlugin } from 'http-proxy-middleware';
 import type { Logger } from 'pino';
-import { identifiedKey } from '../edge/authenticate';
+import { contextOf } from '../edge/request-context';
 import { ApiError } from '../http/api-error';
 import { sendApiError } from '../http/error-handler';
-import { labelRoute, requestIdOf } from '../observability/request-logging';
 import { BodyLimit } from './body-limit';
 import { forwardHeaders } from './forwarded-headers';
 import { connectionOptions, isHopByHop } from './hop-by-hop';
@@ -64,8 +63,9 @@ function admission(route: ProxyRoute): RequestHandler {
   const notAllowed = new ApiError(405, 'method_not_allowed', `method not allowed; allowed: ${allow}`, { Allow: allow });
   const tooLarge = tooLargeError(route);
   return (request, response, next) => {
-    labelRoute(request, route.prefix);
-    const caller = identifiedKey(response.locals)!;
+    const context = contextOf(request);
+    context.route = route.prefix;
+    const caller = context.key!;
     if (route.plans !== undefined && !route.plans.includes(caller.plan)) throw forbidden;
     if (!route.methods.includes(request.method)) throw notAllowed;
     if (tooLarge !== undefined && Number(request.headers['content-length'] ?? 0) > route.bodyLimitBytes!) throw tooLarge;
@@ -75,7 +75,7 @@ function admission(route: ProxyRoute): RequestHandler {
     if (framing !== undefined && (!CHUNKED.test(framing) || request.method === 'DELETE' || request.method === 'OPTIONS')) {
       throw ApiError.invalid('Transfer-Encoding', 'only chunked, and not on DELETE or OPTIONS');
     }
-    forwardHeaders(request, caller, requestIdOf(response));
+    forwardHeaders(request, caller, context.requestId);
     next();
   };
 }
@@ -121,7 +121,7 @@ function proxy(route: ProxyRoute, agent: Agent, logger: Logger, cors: boolean): 
     });
   };
 
-  const relay = (proxyRes: IncomingMessage, _request: IncomingMessage, response: ServerResponse): void => {
+  const relay = (proxyRes: IncomingMessage, request: IncomingMessage, response: ServerResponse): void => {
     if (response.headersSent) {
       // The gateway has answered already (a body over the limit).
       proxyRes.destroy();
@@ -138,14 +138,14 @@ function proxy(route: ProxyRoute, agent: Agent, logger: Logger, cors: boolean): 
       else if (!response.hasHeader(name)) response.setHeader(name, proxyRes.headers[name]!);
     }
     pipeline(proxyRes, response, (error) => {
-      if (error !== undefined) logger.warn({ err: error, route: route.prefix, requestId: requestIdOf(response as Response) }, 'proxied response cut off');
+      if (error !== undefined) logger.warn({ err: error, route: route.prefix, requestId: contextOf(request).requestId }, 'proxied response cut off');
     });
   };
 
   const fail = (error: Error, request: IncomingMessage, response: unknown): void => {
     const answer = response as Response;
     if (answer.writableEnded) return;
-    logger.warn({ err: error, route: route.prefix, requestId: requestIdOf(answer) }, 'upstream request failed');
+    logger.warn({ err: error, route: route.prefix, requestId: contextOf(request).requestId }, 'upstream request failed');
     sendApiError(request as Request, answer, upstreamFailureToHttp(timedOut.has(request) ? 'timeout' : 'failed'));
   };
 

@@ -1,24 +1,41 @@
+import type { IncomingMessage } from 'node:http';
 import { expect } from 'chai';
-import type { NextFunction, Request, Response } from 'express';
+import type { ApiKey, ApiKeyDirectory, KeyRefusal } from '../../../src/edge/api-keys';
+import { AMBIGUOUS_CREDENTIALS, authenticate } from '../../../src/edge/authenticate';
 import { ApiError } from '../../../src/http/api-error';
-import { requireApiKey } from '../../../src/edge/authenticate';
 
-/** What requireApiKey passes on for a request with this Authorization header and no identified key. */
-function refusalFor(authorization: string | undefined, locals: Record<string, unknown> = {}): ApiError {
-  let passed: unknown;
-  const request = { headers: authorization === undefined ? {} : { authorization } } as Request;
-  void requireApiKey(request, { locals } as unknown as Response, ((error?: unknown) => (passed = error)) as NextFunction);
-  expect(passed).to.be.instanceOf(ApiError);
-  return passed as ApiError;
+const KEY: ApiKey = { id: 'k', plan: 'free', limits: { perMinute: 60, perDay: 1000 } };
+
+/** A directory that knows `good` and refuses the other secrets it names. */
+const directory: ApiKeyDirectory = {
+  identify: (secret) => (secret === 'good' ? KEY : ((['expired', 'revoked', 'checksum'] as const).find((reason) => secret === reason) ?? ('unknown' as KeyRefusal))),
+};
+
+function requestWith(...authorizations: string[]): IncomingMessage {
+  return {
+    headers: authorizations.length === 0 ? {} : { authorization: authorizations[0] },
+    rawHeaders: authorizations.flatMap((value) => ['Authorization', value]),
+  } as unknown as IncomingMessage;
 }
 
-describe('requireApiKey', () => {
+function refusalFor(...authorizations: string[]): ApiError {
+  const identity = authenticate(requestWith(...authorizations), directory, 0);
+  expect(identity).to.be.instanceOf(ApiError);
+  return identity as ApiError;
+}
+
+describe('authenticate', () => {
   const bare = 'Bearer realm="petstore"';
   const invalid = 'Bearer realm="petstore", error="invalid_token"';
 
-  for (const authorization of [undefined, 'Basic dXNlcjpwYXNz', 'Bearerabc', 'Token abc']) {
-    it(`challenges without an error when no Bearer credential was sent: ${authorization}`, () => {
-      const error = refusalFor(authorization);
+  it('returns the key a well-formed Bearer credential names, in any case of the scheme', () => {
+    expect(authenticate(requestWith('Bearer good'), directory, 0)).to.equal(KEY);
+    expect(authenticate(requestWith('bearer   good '), directory, 0)).to.equal(KEY);
+  });
+
+  for (const authorization of [[], ['Basic dXNlcjpwYXNz'], ['Bearerabc'], ['Token abc']]) {
+    it(`challenges without an error when no Bearer credential was sent: ${authorization.join()}`, () => {
+      const error = refusalFor(...authorization);
       expect(error).to.include({ status: 401, code: 'unauthorized', message: 'missing bearer API key' });
       expect(error.headers).to.deep.equal({ 'WWW-Authenticate': bare });
     });
@@ -32,28 +49,21 @@ describe('requireApiKey', () => {
     });
   }
 
-  it('answers invalid_token for a well-formed but unknown Bearer credential', () => {
-    const error = refusalFor('bearer not-a-key');
-    expect(error).to.include({ message: 'unknown API key' });
-    expect(error.headers).to.deep.equal({ 'WWW-Authenticate': invalid });
-  });
-
-  for (const [keyRefusal, message] of [
+  for (const [secret, message] of [
+    ['not-a-key', 'unknown API key'],
     ['expired', 'API key expired'],
     ['revoked', 'API key revoked'],
     ['checksum', 'malformed API key: its checksum does not match (was it copied whole?)'],
   ]) {
-    it(`answers invalid_token saying the key is ${keyRefusal} when the edge refused it so`, () => {
-      const error = refusalFor('Bearer pk_live_x', { keyRefusal });
+    it(`answers invalid_token saying the key is refused: ${message}`, () => {
+      const error = refusalFor(`Bearer ${secret}`);
       expect(error).to.include({ status: 401, code: 'unauthorized', message });
       expect(error.headers).to.deep.equal({ 'WWW-Authenticate': invalid });
     });
   }
 
-  it('lets a request through once the rate-limit edge has identified its key', () => {
-    let passed: unknown = 'not called';
-    const locals = { apiKey: { id: 'k', plan: 'free', limits: { perMinute: 60, perDay: 1000 } } };
-    void requireApiKey({ headers: {} } as Request, { locals } as unknown as Response, ((error?: unknown) => (passed = error)) as NextFunction);
-    expect(passed).to.equal(undefined);
+  it('uses neither of two Authorization fields, even when the first names a valid key', () => {
+    expect(authenticate(requestWith('Bearer good', 'Bearer other'), directory, 0)).to.equal(AMBIGUOUS_CREDENTIALS);
+    expect(AMBIGUOUS_CREDENTIALS).to.include({ status: 400, message: 'Authorization: must be given once' });
   });
 });

@@ -3,9 +3,9 @@ import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { expect } from 'chai';
-import express from 'express';
 import pino from 'pino';
-import { createRequestLogging, requestIdOf } from '../../../src/observability/request-logging';
+import { attachContext } from '../../../src/edge/request-context';
+import { assignRequestId, createRequestObserver } from '../../../src/observability/request-logging';
 
 describe('request logging', () => {
   let server: Server;
@@ -23,17 +23,19 @@ describe('request logging', () => {
         done();
       },
     });
-    const app = express();
-    app.use(createRequestLogging(pino(sink)));
-    app.get('/ok', (_request, response) => {
-      response.locals.apiKey = { id: 'key-1' };
-      response.send(requestIdOf(response));
-    });
-    app.get('/broken', (_request, response) => {
-      response.status(503).send('down');
-    });
-    app.get('/hang', () => hung());
-    server = createServer(app).listen(0, '127.0.0.1');
+    const observe = createRequestObserver(pino(sink));
+    server = createServer((request, response) => {
+      const context = { requestId: assignRequestId(request, response), startedAt: process.hrtime.bigint(), key: undefined, route: undefined };
+      attachContext(request, context);
+      observe(response);
+      if (request.url === '/ok') {
+        Object.assign(context, { key: { id: 'key-1' }, route: '/ok' });
+        response.end(context.requestId);
+      } else if (request.url === '/broken') {
+        response.statusCode = 503;
+        response.end('down');
+      } else hung();
+    }).listen(0, '127.0.0.1');
     await once(server, 'listening');
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
@@ -47,7 +49,7 @@ describe('request logging', () => {
     expect(response.headers.get('x-request-id')).to.equal('trace-1');
     expect(await response.text()).to.equal('trace-1');
     expect(lines).to.have.length(1);
-    expect(lines[0]).to.include({ msg: 'request', level: 30, requestId: 'trace-1', method: 'GET', status: 200, keyId: 'key-1' });
+    expect(lines[0]).to.include({ msg: 'request', level: 30, requestId: 'trace-1', method: 'GET', route: '/ok', status: 200, keyId: 'key-1' });
     expect(lines[0]!.duration).to.be.a('number');
   });
 
@@ -56,7 +58,7 @@ describe('request logging', () => {
     expect(response.status).to.equal(503);
     await response.text();
     expect(lines).to.have.length(1);
-    expect(lines[0]).to.include({ msg: 'request failed', level: 50, status: 503 });
+    expect(lines[0]).to.include({ msg: 'request failed', level: 50, route: 'unmatched', status: 503 });
     expect(lines[0]!.requestId).to.match(/^[0-9a-f-]{36}$/);
   });
 
