@@ -7,6 +7,7 @@
  * falls on both alike. Servers and the load generator (autocannon, in this process) each run in
  * their own process.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,6 +33,8 @@ const FEATURES = ['limiter', 'logging', 'metrics'] as const;
  * is measured under the same machine load.
  */
 const BASELINE = process.env.BENCH_BASELINE;
+/** `BENCH_BASELINE_NODE=<path>`: the baseline's gateway runs on this Node binary (an older runtime, say). */
+const BASELINE_NODE = process.env.BENCH_BASELINE_NODE;
 /**
  * The services run as in production: their builds (`npm run build`), with the heap sized for a
  * container (docs/operations.md). Live heap after a full GC is under 20 MB in both; without a
@@ -262,12 +265,16 @@ async function main(): Promise<void> {
     );
     const grpc = await grpcAlone(petService);
     if (BASELINE !== undefined) {
-      const baseline = await startService('gateway', gatewayEnv(petService), { ...RUNTIME.gateway, script: join(buildBaseline(BASELINE), 'gateway', 'dist', 'main.js') });
+      const baseline = await startService('gateway', gatewayEnv(petService), {
+        ...RUNTIME.gateway,
+        script: join(buildBaseline(BASELINE), 'gateway', 'dist', 'main.js'),
+        node: BASELINE_NODE,
+      });
       processes.push(baseline);
       stopCollectingLogs(baseline);
       const url = `http://127.0.0.1:${baseline.port}`;
       const groups = { gateway: () => [baseline.child.pid!], 'pet service': () => [petService.child.pid!] };
-      const labels = ['this checkout', `baseline ${BASELINE}`];
+      const labels = ['this checkout', `baseline ${BASELINE}${BASELINE_NODE === undefined ? '' : ` on ${execFileSync(BASELINE_NODE, ['--version']).toString().trim()}`}`];
       console.log('');
       console.log(`this checkout's gateway against baseline ${BASELINE}'s, on the same pet service`);
       await compare('read   GET /v1/pets?limit=20', gatewayRead, { ...gatewayRead, url: `${url}${READ_PATH}`, processes: groups }, labels);

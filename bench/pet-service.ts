@@ -8,12 +8,14 @@
  * two in alternating rounds (A B A B ...), so that a change is measured against its baseline under
  * the same machine load; CPU per call depends much less on that load than calls per second do.
  * `BENCH_BASELINE_VARIANT` gives the baseline's settings and flags, as a variant below (its image's
- * heap flags, say, where they differ from this checkout's).
+ * heap flags, say, where they differ from this checkout's). `BENCH_BASELINE_NODE=<path>` runs the
+ * baseline on another Node binary (the Node 20 that an older main ran on, say).
  * `BENCH_VARIANTS='|LOG_SLOW_CALL_MS=0'` runs this checkout's build once per variant, each a
  * space-separated list of environment settings and Node flags (`--max-semi-space-size=16`, after
  * the benchmark's own), variants separated by `|` (this one: what logging every call costs). The
  * services log at `info`, the production default.
  */
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -29,6 +31,7 @@ const IN_FLIGHT = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const SEED_PETS = 10_000;
 const VARIANTS = (process.env.BENCH_VARIANTS ?? '').split('|').map((variant) => variant.trim());
 const BASELINE = process.env.BENCH_BASELINE;
+const BASELINE_NODE = process.env.BENCH_BASELINE_NODE;
 
 interface Side {
   readonly label: string;
@@ -62,10 +65,20 @@ async function round(side: Side, seconds: number, record: boolean): Promise<void
 }
 
 async function main(): Promise<void> {
-  const builds = VARIANTS.map((variant) => ({ label: `this checkout${variant === '' ? '' : `, ${variant}`}`, variant, script: 'pet-service/dist/main.js' }));
+  const builds: Array<{ label: string; variant: string; script: string; node?: string }> = VARIANTS.map((variant) => ({
+    label: `this checkout${variant === '' ? '' : `, ${variant}`}`,
+    variant,
+    script: 'pet-service/dist/main.js',
+  }));
   if (BASELINE !== undefined) {
     const variant = process.env.BENCH_BASELINE_VARIANT ?? '';
-    builds.push({ label: `baseline ${BASELINE}${variant === '' ? '' : `, ${variant}`}`, variant, script: join(buildBaseline(BASELINE), 'pet-service', 'dist', 'main.js') });
+    const node = BASELINE_NODE === undefined ? '' : `, on ${execFileSync(BASELINE_NODE, ['--version']).toString().trim()}`;
+    builds.push({
+      label: `baseline ${BASELINE}${variant === '' ? '' : `, ${variant}`}${node}`,
+      variant,
+      script: join(buildBaseline(BASELINE), 'pet-service', 'dist', 'main.js'),
+      node: BASELINE_NODE,
+    });
   }
   const cpu = cpus();
   console.log(`cores: ${cpu.length} (${cpu[0]?.model ?? 'unknown'}), node ${process.version}, load average ${loadavg()[0]!.toFixed(1)}`);
@@ -73,12 +86,12 @@ async function main(): Promise<void> {
   console.log(`${ROUNDS} alternating rounds of ${ROUND_SECONDS} s after ${WARMUP_SECONDS} s warm-up; node ${PET_SERVICE_NODE_FLAGS.join(' ')}`);
   const sides: Side[] = [];
   try {
-    for (const { label, variant, script } of builds) {
+    for (const { label, variant, script, node } of builds) {
       const words = variant.split(' ').filter((word) => word !== '');
       const flags = words.filter((word) => word.startsWith('--'));
       const settings = Object.fromEntries(words.filter((word) => !word.startsWith('--')).map((setting) => setting.split('=', 2)));
       const nodeFlags = [...PET_SERVICE_NODE_FLAGS, ...flags, ...profileFlags()];
-      const service = await startService('pet-service', { LOG_LEVEL: 'info', MONGODB_URI: '', ...settings }, { script, nodeFlags });
+      const service = await startService('pet-service', { LOG_LEVEL: 'info', MONGODB_URI: '', ...settings }, { script, nodeFlags, node });
       // Its log lines go on flowing through the pipe, but are not kept.
       service.child.stdout!.removeAllListeners('data');
       sides.push({ label: `${label} (${script})`, service, client: createPetClient({ target: `127.0.0.1:${service.port}`, timeoutMs: 5000 }), cpu: [], system: [], p50: [], p99: [] });

@@ -25,6 +25,8 @@ export interface Runtime {
    */
   readonly script?: string;
   readonly nodeFlags?: readonly string[];
+  /** The Node binary; default the one running this process (the project's pinned runtime). */
+  readonly node?: string;
 }
 
 /** One JSON log line as a service printed it. */
@@ -61,7 +63,7 @@ export async function startService(
     compiled === undefined
       ? [...(runtime.nodeFlags ?? []), '--import', 'tsx', join(ROOT, ENTRY[name])]
       : [...(runtime.nodeFlags ?? []), '--enable-source-maps', join(ROOT, compiled)];
-  const child = spawn(process.execPath, args, {
+  const child = spawn(runtime.node ?? process.execPath, args, {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', PET_SERVICE_PORT: '0', ADMIN_PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
