@@ -20,6 +20,7 @@ import { PageTokenCodec } from './pets/page-token';
 import type { PetRepository } from './store/pet-repository';
 import { withProtocMapEntryNames } from './grpc/map-entry-names';
 import { DEFAULT_MAX_CONNECTION_AGE_MS, DEFAULT_SLOW_CALL_MS } from './config';
+import { serializeListPetsResponse } from './grpc/list-pets-serializer';
 import { createPetServiceHandlers, tolerantDeserialize } from './grpc/pet-service-handlers';
 import { StoreHealthMonitor } from './store/store-health';
 import { createWriteLimiter } from './store/write-limiter';
@@ -111,7 +112,11 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
     Object.fromEntries(
       Object.entries(PetServiceService).map(([name, method]) => [
         name,
-        { ...method, requestDeserialize: tolerantDeserialize(strictUtf8Decoder(REQUEST_TYPES[name as keyof typeof PetServiceService])) },
+        {
+          ...method,
+          requestDeserialize: tolerantDeserialize(strictUtf8Decoder(REQUEST_TYPES[name as keyof typeof PetServiceService])),
+          ...(name === 'listPets' ? { responseSerialize: serializeListPetsResponse } : {}),
+        },
       ]),
     ) as unknown as typeof PetServiceService,
     createPetServiceHandlers({
