@@ -119,8 +119,8 @@ describe('release checks: the packed packages in a project outside the workspace
         '--no-fund',
         '--prefer-offline',
         ...[...packed.values()].map((pack) => pack.tarball),
-        // No @types/node of its own: the consumer gets it through @petstore/proto, whose public
-        // types need it, so a package that dropped the dependency fails the type check.
+        // No @types/node of its own: the type check sees only what the packages' dependencies
+        // bring, as for a customer who installed nothing else.
         `typescript@${versionOf('typescript')}`,
       ],
       scratch,
