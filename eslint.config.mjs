@@ -12,4 +12,11 @@ export default tseslint.config(
       'no-console': 'off',
     },
   },
+  {
+    // The release check's consumer project: plain Node programs, CommonJS ones included, written
+    // as a customer of the published packages writes them.
+    files: ['.ci/release-check/consumer/**'],
+    languageOptions: { globals: { require: 'readonly', module: 'writable', fetch: 'readonly' } },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
 );

@@ -1,3 +1,6 @@
+// Public types of this package use Node's (Buffer for bytes fields, http2 through grpc-js): a
+// consumer's type check needs @types/node, a dependency, even under `"types": []`.
+/// <reference types="node" preserve="true" />
 /**
  * The one generated copy of the petstore.v1 contract, shared by the pet service and the gateway.
  * Regenerate with `npm run generate`; never edit `gen/` by hand (CI fails on a stale copy).

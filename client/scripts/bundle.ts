@@ -6,7 +6,9 @@ const ENTRY = join(__dirname, '../src/index.ts');
 
 /**
  * The client as one ES module for browsers: everything bundled, for the `browser` platform, so a
- * Node-only import fails the build instead of the page.
+ * Node-only import fails the build instead of the page. The package's `browser` export condition
+ * points at it (`dist/browser/petstore-client.mjs`, written by `npm run build`), typed by the ES
+ * module build's declarations: the same source, the same API.
  */
 export async function bundleForBrowser(): Promise<string> {
   const result = await build({
@@ -23,8 +25,8 @@ export async function bundleForBrowser(): Promise<string> {
 
 if (require.main === module) {
   void bundleForBrowser().then((code) => {
-    const out = join(__dirname, '../dist');
+    const out = join(__dirname, '../dist/browser');
     mkdirSync(out, { recursive: true });
-    writeFileSync(join(out, 'petstore-client.js'), code);
+    writeFileSync(join(out, 'petstore-client.mjs'), code);
   });
 }
