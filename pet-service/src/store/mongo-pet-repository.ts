@@ -273,13 +273,12 @@ export class MongoPetRepository implements PetRepository {
   }
 
   /**
-   * Inserts the pet under a new id. An insert whose outcome is unknown (its answer lost to a
-   * failover) is sent again with the same id; if that finds the id taken by this very pet, the
-   * first one was applied.
+   * Inserts the pet under a new id. An insert whose answer was lost to a failover is sent again
+   * with the same id; when an insert finds its id taken, by this very pet, an earlier attempt was
+   * applied, and by another, ids were written without a reservation and the pet moves above them.
    */
   private async insertWithNewId(pet: NewPetRecord): Promise<PetDocument> {
     let document: PetDocument | undefined;
-    let unknownOutcome = false;
     let collisions = 0;
     return this.retryingFailover(async () => {
       for (;;) {
@@ -288,17 +287,13 @@ export class MongoPetRepository implements PetRepository {
           await this.pets.insertOne(document);
           return document;
         } catch (error) {
-          if (!isDuplicateKey(error)) {
-            unknownOutcome = true;
-            throw error;
-          }
+          if (!isDuplicateKey(error)) throw error;
         }
-        if (unknownOutcome && sameRecord(await this.pets.findOne({ _id: document._id }, this.primary), document)) return document;
+        if (sameRecord(await this.pets.findOne({ _id: document._id }, this.primary), document)) return document;
         collisions += 1;
         if (collisions >= MAX_ID_ATTEMPTS) throw new PetServiceError(Status.UNAVAILABLE, 'pet store could not assign an id');
         this.ids.skipPast(document._id);
         document = undefined;
-        unknownOutcome = false;
       }
     });
   }
