@@ -14,7 +14,7 @@
 import { randomUUID } from 'node:crypto';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
+import { credentials, Metadata, type ServiceError, status as Status } from '@grpc/grpc-js';
 import { PetServiceClient, PetStatus } from '@petstore/proto';
 import { startMongoOrSkip } from '../system-test/support/mongo-server';
 import { startFerretDbOnPostgres } from '../system-test/support/postgres-server';
@@ -47,7 +47,7 @@ async function createFor(clients: readonly PetServiceClient[], seconds: number):
         { deadline: Date.now() + 2000 },
         (error: ServiceError | null) => {
           if (error === null) created += 1;
-          else failed.set(error.details, (failed.get(error.details) ?? 0) + 1);
+          else failed.set(Status[error.code]!, (failed.get(Status[error.code]!) ?? 0) + 1);
           resolve();
         },
       );
