@@ -96,7 +96,9 @@ export async function startFakeReplicaMember(script: (command: Document) => Fake
     commands.push(command);
     const scripted = script(command);
     if (scripted !== undefined) return scripted;
-    if (role === 'secondary' && WRITES.has(name)) return { ok: 0, code: 10107, codeName: 'NotWritablePrimary', errmsg: 'not primary' };
+    if (role === 'secondary' && WRITES.has(name)) {
+      return { ok: 0, code: 10107, codeName: 'NotWritablePrimary', errmsg: 'not primary', errorLabels: ['RetryableWriteError'] };
+    }
     const mode = (command.$readPreference as Document | undefined)?.mode as string | undefined;
     if (role === 'secondary' && name === 'find' && (mode === undefined || mode === 'primary')) {
       return { ok: 0, code: 13435, codeName: 'NotPrimaryNoSecondaryOk', errmsg: 'not primary and secondaryOk=false' };

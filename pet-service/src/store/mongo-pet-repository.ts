@@ -102,6 +102,13 @@ export class MongoPetRepository implements PetRepository {
    * it turned a burst of slow writes into failed reads (issue 13, point 4).
    */
   private reachable = true;
+  /**
+   * Whether the driver last saw some member it could read from. During an election the primary is
+   * gone but secondaries are not: an operation that needed the primary and failed then says
+   * nothing about the store as a whole, and must not make creates that could wait for the new
+   * primary fail at once.
+   */
+  private dataBearing = true;
   /** The write path reads the primary: a secondary may not have the claim or the pet yet. */
   private readonly primary: { readonly readPreference: ReadPreference; readonly maxTimeMS: number };
 
@@ -120,6 +127,7 @@ export class MongoPetRepository implements PetRepository {
     this.primary = { readPreference: PRIMARY, maxTimeMS };
     client.on('topologyDescriptionChanged', (event) => {
       const topology = event.newDescription;
+      this.dataBearing = topology.hasDataBearingServers;
       if (topology.hasDataBearingServers) this.reachable = true;
       else if ([...topology.servers.values()].some((server) => isConnectionFailure(server.error))) this.reachable = false;
     });
@@ -234,7 +242,8 @@ export class MongoPetRepository implements PetRepository {
 
   /**
    * Runs one store operation: at once UNAVAILABLE while the server is known to be unreachable.
-   * An operation that cannot reach the server marks it so, until an operation, a health ping or
+   * An operation that cannot reach the server, while no member is reachable, marks it so (one that
+   * needed the primary during an election does not), until an operation, a health ping or
    * the driver's heartbeat reaches it again; one that runs out of time marks nothing. Errors leave
    * as {@link PetServiceError} where the store is at fault.
    */
@@ -245,7 +254,7 @@ export class MongoPetRepository implements PetRepository {
       this.reachable = true;
       return result;
     } catch (error) {
-      if (isConnectionFailure(error)) this.reachable = false;
+      if (isConnectionFailure(error) && !this.dataBearing) this.reachable = false;
       throw toStoreError(error);
     }
   }

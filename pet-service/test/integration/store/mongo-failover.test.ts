@@ -58,6 +58,46 @@ describe('MongoPetRepository through a replica-set election (a scripted member)'
     expect(created).to.deep.include({ replayed: false });
   });
 
+  it('loses no create of a burst in flight when the primary steps down', async () => {
+    // The first insert to arrive meets the stepdown; the election lasts two heartbeats, so the
+    // driver's retries of the inserts refused meanwhile are refused too, and the member is primary
+    // again (a new term) while every create of the burst is under way.
+    let steppedDown = false;
+    onInsert = () => {
+      if (steppedDown) return undefined;
+      steppedDown = true;
+      member!.role = 'secondary';
+      void member!
+        .nextHelloAs('secondary')
+        .then(() => member!.nextHelloAs('secondary'))
+        .then(() => (member!.role = 'primary'));
+      return NOT_WRITABLE_PRIMARY;
+    };
+    const created = await Promise.all(
+      Array.from({ length: 40 }, (_, index) => repository!.create({ name: `p${index}`, categoryId: 1n, status: 'available' })),
+    );
+    expect(new Set(created.map((result) => result.pet.id)).size).to.equal(40);
+    const refused = member!.commands.filter((command) => command.insert === 'pets').length - 40;
+    expect(refused, 'inserts refused during the election').to.be.above(1);
+  });
+
+  it('sends a read that lost its connection once more (retryable reads)', async () => {
+    let first = true;
+    await member!.close();
+    member = await startFakeReplicaMember((command) => {
+      if (command.find !== 'pets') return undefined;
+      if (first) {
+        first = false;
+        return 'hang up';
+      }
+      return { cursor: { id: 0n, ns: 'petstore.pets', firstBatch: [{ _id: 7n, name: 'Rex', categoryId: 1n, status: 'sold' }] }, ok: 1 };
+    });
+    await repository!.close();
+    repository = await MongoPetRepository.connect({ uri: member.uri, database: 'petstore', timeoutMs: 5000 });
+    expect(await repository.get(7n)).to.deep.equal({ id: 7n, name: 'Rex', categoryId: 1n, status: 'sold' });
+    expect(member.commands.filter((command) => command.find === 'pets')).to.have.length(2);
+  });
+
   it('answers a create whose insert was applied but whose answer was lost with that pet, not a second one', async () => {
     let applied: Document | undefined;
     onInsert = (command) => {
@@ -81,7 +121,8 @@ describe('MongoPetRepository through a replica-set election (a scripted member)'
 
   it('stays SERVING while the set has no primary: reads go where the read preference allows, creates wait for the new primary', async () => {
     const spread = await MongoPetRepository.connect({ uri: member!.uri, database: 'petstore', timeoutMs: 1000, readPreference: 'secondaryPreferred' });
-    const strict = await MongoPetRepository.connect({ uri: member!.uri, database: 'petstore', timeoutMs: 1000 });
+    // Long enough for the heartbeats of an election; a primary read waits it out twice (the retry).
+    const strict = await MongoPetRepository.connect({ uri: member!.uri, database: 'petstore', timeoutMs: 2500 });
     const health = new HealthImplementation({ '': 'SERVING' });
     const monitor = new StoreHealthMonitor(strict, health, [''], pino({ level: 'silent' }));
     try {
@@ -92,7 +133,9 @@ describe('MongoPetRepository through a replica-set election (a scripted member)'
       expect((refused as PetServiceError).code).to.equal(Status.UNAVAILABLE);
       expect(await monitor.probe()).to.equal(true);
       expect(await spread.list({ limit: 5 })).to.deep.equal([]);
-      // The election ends at the next heartbeat; the create, under way meanwhile, waits for it.
+      expect(await strict.get(1n).then(() => 'found', (error: PetServiceError) => Status[error.code])).to.equal('UNAVAILABLE');
+      // The election ends at the next heartbeat; the create, under way meanwhile, waits for it:
+      // the failed primary reads did not mark the store unreachable, since secondaries answer.
       void member!.nextHelloAs('secondary').then(() => (member!.role = 'primary'));
       const created = await strict.create({ name: 'Rex', categoryId: 1n, status: 'available' });
       expect(petInserts(member!).map((insert) => (insert.documents as Document[])[0]!._id)).to.deep.equal([created.pet.id]);
