@@ -24,7 +24,11 @@ import { createMongoIdBlocks, type IdBlockDocument, type LegacyCounterDocument }
 export interface MongoSettings {
   readonly uri: string;
   readonly database: string;
-  /** Bounds every wait on the server: selection, connect, socket, write concern and `maxTimeMS`. */
+  /**
+   * Bounds every wait on the server: selection, connect, socket, write concern and `maxTimeMS`;
+   * also how long after a create began it may still be retried after a failover (the write
+   * limiter lets a create start only while its caller's deadline leaves this long).
+   */
   readonly timeoutMs: number;
   /** Milliseconds since the epoch; idempotency keys expire on it. */
   readonly now?: () => number;
@@ -32,13 +36,6 @@ export interface MongoSettings {
   readonly readPreference?: ReadPreferenceMode;
   /** Ids reserved at a time (unset: 1000); see {@link createMongoIdBlocks}. */
   readonly idBlockSize?: number;
-  /**
-   * How long after a create began it may still be retried after a failover (unset: `timeoutMs`).
-   * The write limiter lets a create start only while its caller's deadline leaves `timeoutMs`.
-   */
-  readonly createRetryMs?: number;
-  /** Monotonic milliseconds that the retry budget is measured on (tests; unset: `performance.now`). */
-  readonly clock?: () => number;
   /** Called with every command the store sends (tests and diagnostics; unset: none are watched). */
   readonly onCommand?: (event: CommandStartedEvent) => void;
 }
@@ -118,9 +115,7 @@ export class MongoPetRepository implements PetRepository {
     private readonly creates: Collection<IdempotencyDocument>,
     private readonly ids: IdAllocator,
     private readonly maxTimeMS: number,
-    private readonly retryMs: number,
     private readonly now: () => number,
-    private readonly clock: () => number,
     /** False where the server has no TTL indexes: expired keys are then swept by the store. */
     private readonly ttlIndex: boolean,
   ) {
@@ -178,9 +173,7 @@ export class MongoPetRepository implements PetRepository {
         creates,
         ids,
         settings.timeoutMs,
-        settings.createRetryMs ?? settings.timeoutMs,
         settings.now ?? Date.now,
-        settings.clock ?? (() => performance.now()),
         ttlIndex,
       );
     } catch (error) {
@@ -262,19 +255,19 @@ export class MongoPetRepository implements PetRepository {
   /**
    * Runs `attempt` again after a failover error the driver's own retry did not absorb (a second
    * stepdown, an election that outlasted server selection, a connection lost with no retry), with
-   * a doubling backoff, while the create's retry budget lasts and some member is reachable: a
-   * store that is down fails as before, within its timeout. `attempt` keeps its id and claim from
-   * one call to the next, so a retry cannot create a second pet.
+   * a doubling backoff, while the store timeout since the create began lasts and some member is
+   * reachable: a store that is down fails as before, within its timeout. `attempt` keeps its id
+   * and claim from one call to the next, so a retry cannot create a second pet.
    */
   private async retryingFailover<T>(attempt: () => Promise<T>): Promise<T> {
-    const started = this.clock();
+    const started = performance.now();
     for (let attempts = 1; ; attempts += 1) {
       try {
         return await attempt();
       } catch (error) {
         const backoff = FIRST_BACKOFF_MS * 2 ** (attempts - 1);
         const retry =
-          isFailover(error) && this.reachable && attempts < MAX_CREATE_ATTEMPTS && this.clock() - started + backoff < this.retryMs;
+          isFailover(error) && this.reachable && attempts < MAX_CREATE_ATTEMPTS && performance.now() - started + backoff < this.maxTimeMS;
         if (!retry) throw error;
         await sleep(backoff);
       }
