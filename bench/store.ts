@@ -91,7 +91,6 @@ function mongoLoader(server: MongoServer): Loader {
             }
             await db.collection<{ _id: bigint }>('pets').insertMany(batch, { ordered: false });
           }
-          await db.collection<{ _id: string; seq: bigint }>('counters').updateOne({ _id: 'pets' }, { $max: { seq: BigInt(to) } }, { upsert: true });
         },
         async close() {
           await raw.close();

@@ -54,6 +54,7 @@ describe('startup with bad configuration: one line naming the setting, exit 1', 
     ['pet-service', 'PET_SERVICE_PORT', '99999', /^invalid configuration: PET_SERVICE_PORT: /],
     ['pet-service', 'MONGODB_TIMEOUT_MS', '0', /^invalid configuration: MONGODB_TIMEOUT_MS: /],
     ['pet-service', 'SHUTDOWN_TIMEOUT_MS', '2.5', /^invalid configuration: SHUTDOWN_TIMEOUT_MS: /],
+    ['pet-service', 'MONGODB_READ_PREFERENCE', 'secondaries', /^invalid configuration: MONGODB_READ_PREFERENCE: /],
     ['gateway', 'LOG_PRETTY', 'true', /^invalid configuration: LOG_PRETTY: /, production],
     ['pet-service', 'LOG_PRETTY', 'true', /^invalid configuration: LOG_PRETTY: /, production],
   ];

@@ -18,6 +18,10 @@ export interface PetServiceConfig {
   readonly mongodbUri: string | undefined;
   readonly mongodbDatabase: string;
   readonly mongodbTimeoutMs: number;
+  /** Where ListPets and GetPet read: a MongoDB read preference mode. The write path reads the primary. */
+  readonly mongodbReadPreference: MongoReadPreference;
+  /** Ids each replica reserves from MongoDB at a time. */
+  readonly mongodbIdBlockSize: number;
   /** Creates one replica sends to the store at once; more wait in a queue. */
   readonly maxConcurrentWrites: number;
   /** Creates that wait for a turn; one more is refused with RESOURCE_EXHAUSTED (HTTP 429). */
@@ -50,6 +54,16 @@ export const DEFAULT_SLOW_CALL_MS = 100;
  */
 export const DEFAULT_MAX_CONNECTION_AGE_MS = 30_000;
 
+/** The read preference modes MONGODB_READ_PREFERENCE accepts (the driver's names). */
+export const MONGO_READ_PREFERENCES = ['primary', 'primaryPreferred', 'secondary', 'secondaryPreferred', 'nearest'] as const;
+export type MongoReadPreference = (typeof MONGO_READ_PREFERENCES)[number];
+
+/**
+ * MONGODB_ID_BLOCK_SIZE's default: one write to MongoDB per this many creates on a replica, and at
+ * most this many ids skipped when a replica stops (int64 leaves room for that many skips).
+ */
+export const DEFAULT_ID_BLOCK_SIZE = 1000;
+
 /** The variables the pet service reads, as envalid validators. */
 const ENVIRONMENT_SPEC = {
   PET_SERVICE_HOST: str({ default: '0.0.0.0', desc: 'Interface the gRPC server binds' }),
@@ -59,6 +73,15 @@ const ENVIRONMENT_SPEC = {
   MONGODB_TIMEOUT_MS: positiveInteger({
     default: 1000,
     desc: 'Server selection, connect, write concern and per-operation time limit; below the gateway deadline so an outage is UNAVAILABLE, not a timeout',
+  }),
+  MONGODB_READ_PREFERENCE: str({
+    default: 'primary',
+    choices: MONGO_READ_PREFERENCES,
+    desc: 'Where ListPets and GetPet read (docs/mongodb.md gives the staleness of each); creates always use the primary',
+  }),
+  MONGODB_ID_BLOCK_SIZE: positiveInteger({
+    default: DEFAULT_ID_BLOCK_SIZE,
+    desc: 'Ids a replica reserves at a time: one write to MongoDB per block, not per create; a stopped replica skips the rest of its block',
   }),
   STORE_MAX_CONCURRENT_WRITES: positiveInteger({
     default: 4,
@@ -106,6 +129,8 @@ export function parseConfig(env: NodeJS.ProcessEnv, prettyAvailable: () => boole
     mongodbUri: parsed.MONGODB_URI === '' ? undefined : parsed.MONGODB_URI,
     mongodbDatabase: parsed.MONGODB_DB,
     mongodbTimeoutMs: parsed.MONGODB_TIMEOUT_MS,
+    mongodbReadPreference: parsed.MONGODB_READ_PREFERENCE as MongoReadPreference,
+    mongodbIdBlockSize: parsed.MONGODB_ID_BLOCK_SIZE,
     maxConcurrentWrites: parsed.STORE_MAX_CONCURRENT_WRITES,
     maxQueuedWrites: parsed.STORE_MAX_QUEUED_WRITES,
     idempotencyMaxKeys: parsed.IDEMPOTENCY_MAX_KEYS,

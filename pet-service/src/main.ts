@@ -23,6 +23,8 @@ async function openRepository(config: PetServiceConfig): Promise<PetRepository> 
     uri: config.mongodbUri,
     database: config.mongodbDatabase,
     timeoutMs: config.mongodbTimeoutMs,
+    readPreference: config.mongodbReadPreference,
+    idBlockSize: config.mongodbIdBlockSize,
   });
 }
 

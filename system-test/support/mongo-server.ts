@@ -74,7 +74,8 @@ async function startFerretDb(binary: string): Promise<MongoServer> {
   for (let attempt = 0; attempt < 3; attempt += 1) {
     const port = await freePort();
     try {
-      let child: ChildProcess | undefined = await launch(binary, port, dataDir);
+      const handler = sqliteHandler(dataDir);
+      let child: ChildProcess | undefined = await launchFerretDb(binary, port, dataDir, handler);
       const uri = `mongodb://127.0.0.1:${port}`;
       const stop = async (): Promise<void> => {
         if (child !== undefined) await stopChild(child);
@@ -87,7 +88,7 @@ async function startFerretDb(binary: string): Promise<MongoServer> {
         stop,
         async restart() {
           await stop();
-          child = await launch(binary, port, dataDir);
+          child = await launchFerretDb(binary, port, dataDir, handler);
         },
         async close() {
           await stop();
@@ -102,13 +103,18 @@ async function startFerretDb(binary: string): Promise<MongoServer> {
   throw lastError;
 }
 
-async function launch(binary: string, port: number, dataDir: string): Promise<ChildProcess> {
+const sqliteHandler = (dataDir: string): string[] => ['--handler=sqlite', `--sqlite-url=file:${dataDir}/`];
+
+/**
+ * Starts FerretDB on `port` with `handler`'s arguments (its backend: SQLite files, or a
+ * PostgreSQL URL) and resolves once it answers a ping.
+ */
+export async function launchFerretDb(binary: string, port: number, stateDir: string, handler: readonly string[]): Promise<ChildProcess> {
   const child = spawn(
     binary,
     [
-      '--handler=sqlite',
-      `--sqlite-url=file:${dataDir}/`,
-      `--state-dir=${dataDir}`,
+      ...handler,
+      `--state-dir=${stateDir}`,
       `--listen-addr=127.0.0.1:${port}`,
       '--debug-addr=-',
       '--telemetry=disable',

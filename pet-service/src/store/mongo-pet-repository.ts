@@ -1,6 +1,8 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { status as Status } from '@grpc/grpc-js';
 import {
   type Collection,
+  type CommandStartedEvent,
   MongoClient,
   MongoNetworkError,
   MongoNetworkTimeoutError,
@@ -8,20 +10,34 @@ import {
   MongoServerError,
   MongoServerSelectionError,
   MongoError,
+  ReadPreference,
+  type ReadPreferenceMode,
 } from 'mongodb';
 import { IDEMPOTENCY_WINDOW_MS, type IdempotencyClaim } from '../pets/idempotency';
 import type { NewPetRecord, PetRecord, StoredStatus } from '../pets/pet-record';
 import type { CreateResult, ListQuery, PetRepository } from './pet-repository';
 import { PetServiceError } from '../pets/pet-service-error';
+import { createIdAllocator, type IdAllocator } from './id-blocks';
+import { createMongoIdBlocks, type IdBlockDocument, type LegacyCounterDocument } from './mongo-id-blocks';
 
 /** Settings for {@link MongoPetRepository.connect}. */
 export interface MongoSettings {
   readonly uri: string;
   readonly database: string;
-  /** Bounds every wait on the server: selection, connect, socket, write concern and `maxTimeMS`. */
+  /**
+   * Bounds every wait on the server: selection, connect, socket, write concern and `maxTimeMS`;
+   * also how long after a create began it may still be retried after a failover (the write
+   * limiter lets a create start only while its caller's deadline leaves this long).
+   */
   readonly timeoutMs: number;
   /** Milliseconds since the epoch; idempotency keys expire on it. */
   readonly now?: () => number;
+  /** Where `get` and `list` read (unset: primary). Creates read the primary whatever this says. */
+  readonly readPreference?: ReadPreferenceMode;
+  /** Ids reserved at a time (unset: 1000); see {@link createMongoIdBlocks}. */
+  readonly idBlockSize?: number;
+  /** Called with every command the store sends (tests and diagnostics; unset: none are watched). */
+  readonly onCommand?: (event: CommandStartedEvent) => void;
 }
 
 interface PetDocument {
@@ -33,11 +49,6 @@ interface PetDocument {
   idempotencyKey?: string;
 }
 
-interface CounterDocument {
-  _id: string;
-  seq: bigint;
-}
-
 /** A remembered idempotent create; `_id` is the caller-scoped key, so it is unique. */
 interface IdempotencyDocument {
   _id: string;
@@ -46,29 +57,37 @@ interface IdempotencyDocument {
   expiresAt: Date;
 }
 
-const COUNTER_ID = 'pets';
 const DUPLICATE_KEY = 11000;
 const NOT_IMPLEMENTED = 238;
-// The codes a server gives while it steps down or shuts down.
-const UNAVAILABLE_SERVER_CODES = new Set([91, 189, 11600, 11602, 13435, 13436]);
+// The codes a server gives while it steps down or shuts down: ShutdownInProgress,
+// PrimarySteppedDown, InterruptedAtShutdown, InterruptedDueToReplStateChange, NotWritablePrimary,
+// NotPrimaryNoSecondaryOk, NotPrimaryOrSecondary.
+const UNAVAILABLE_SERVER_CODES = new Set([91, 189, 11600, 11602, 10107, 13435, 13436]);
 // MaxTimeMSExpired, WriteConcernTimeout, ExceededTimeLimit: the server gave up on a slow operation.
 const TIMEOUT_SERVER_CODES = new Set([50, 64, 262]);
 const FERRETDB_TIMEOUT_MESSAGES = ['context deadline exceeded', 'sql: transaction has already been committed or rolled back'];
-// On MongoDB the counter is atomic and the first id always fits; see insertWithNewId.
+// Ids found in use before one is free: only where ids were written without a reservation.
 const MAX_ID_ATTEMPTS = 1000;
+// A create's attempts after a failover, within its retry budget; backoff doubles from the first.
+const MAX_CREATE_ATTEMPTS = 8;
+const FIRST_BACKOFF_MS = 20;
+const DEFAULT_ID_BLOCK_SIZE = 1000;
+const PRIMARY = ReadPreference.primary;
 const SWEEP_INTERVAL_MS = 60_000;
 
 /**
  * The MongoDB store.
  *
- * Ids come from an atomic counter document (`$inc` with upsert), never from max+1, so concurrent
- * creates on any number of replicas get distinct ids, and a crash between taking an id and
- * inserting leaves a gap, never a duplicate. The unique `_id` index has the last word: an insert
- * that collides takes the next id, which keeps ids distinct on servers whose findAndModify is not
- * atomic (FerretDB v1, FerretDB/FerretDB#3040) and costs nothing on MongoDB, where it never happens.
+ * Ids come from blocks each replica reserves with one insert ({@link createMongoIdBlocks}), so a
+ * create writes no shared document, ids stay unique across replicas and restarts, and a crashed
+ * replica's unused ids stay a gap, never a duplicate. The unique `_id` index has the last word: an
+ * insert that finds its id in use (ids written without a reservation: a restored collection, or a
+ * replica of the earlier counter scheme during a rolling update) moves to a block above it.
  *
  * Listing walks the `{status: 1, _id: 1}` index (or `_id` alone), so a deep page costs what the
- * first one costs. Writes use majority write concern with retryable writes.
+ * first one costs. Writes use majority write concern with retryable writes; a create that still
+ * fails on a failover is tried again with the same id and idempotency claim while its retry budget
+ * lasts. `get` and `list` read where the read preference says, with retryable reads.
  */
 export class MongoPetRepository implements PetRepository {
   private lastSweep = Number.NEGATIVE_INFINITY;
@@ -80,19 +99,30 @@ export class MongoPetRepository implements PetRepository {
    * it turned a burst of slow writes into failed reads (issue 13, point 4).
    */
   private reachable = true;
+  /**
+   * Whether the driver last saw some member it could read from. During an election the primary is
+   * gone but secondaries are not: an operation that needed the primary and failed then says
+   * nothing about the store as a whole, and must not make creates that could wait for the new
+   * primary fail at once.
+   */
+  private dataBearing = true;
+  /** The write path reads the primary: a secondary may not have the claim or the pet yet. */
+  private readonly primary: { readonly readPreference: ReadPreference; readonly maxTimeMS: number };
 
   private constructor(
     private readonly client: MongoClient,
     private readonly pets: Collection<PetDocument>,
-    private readonly counters: Collection<CounterDocument>,
     private readonly creates: Collection<IdempotencyDocument>,
+    private readonly ids: IdAllocator,
     private readonly maxTimeMS: number,
     private readonly now: () => number,
     /** False where the server has no TTL indexes: expired keys are then swept by the store. */
     private readonly ttlIndex: boolean,
   ) {
+    this.primary = { readPreference: PRIMARY, maxTimeMS };
     client.on('topologyDescriptionChanged', (event) => {
       const topology = event.newDescription;
+      this.dataBearing = topology.hasDataBearingServers;
       if (topology.hasDataBearingServers) this.reachable = true;
       else if ([...topology.servers.values()].some((server) => isConnectionFailure(server.error))) this.reachable = false;
     });
@@ -103,15 +133,18 @@ export class MongoPetRepository implements PetRepository {
     const client = new MongoClient(settings.uri, {
       useBigInt64: true,
       retryWrites: true,
-      // The gateway retries reads itself, within its deadline; a second wait here would outlast it.
-      retryReads: false,
+      // A read that meets a failover is sent once more, to a member the read preference allows.
+      retryReads: true,
+      readPreference: settings.readPreference ?? 'primary',
       writeConcern: { w: 'majority', wtimeoutMS: settings.timeoutMs },
       serverSelectionTimeoutMS: settings.timeoutMs,
       // How soon a fail-fast store notices that the server is back.
       heartbeatFrequencyMS: 1000,
       connectTimeoutMS: settings.timeoutMs,
       socketTimeoutMS: settings.timeoutMs * 2,
+      monitorCommands: settings.onCommand !== undefined,
     });
+    if (settings.onCommand !== undefined) client.on('commandStarted', settings.onCommand);
     try {
       const db = client.db(settings.database);
       const pets = db.collection<PetDocument>('pets');
@@ -125,11 +158,20 @@ export class MongoPetRepository implements PetRepository {
         },
       );
       if (!ttlIndex) await creates.createIndex({ expiresAt: 1 }, { name: 'expires_at' });
+      const ids = createIdAllocator(
+        createMongoIdBlocks({
+          blocks: db.collection<IdBlockDocument>('id_blocks'),
+          legacyCounters: db.collection<LegacyCounterDocument>('counters'),
+          pets: db.collection<{ _id: bigint }>('pets'),
+          size: settings.idBlockSize ?? DEFAULT_ID_BLOCK_SIZE,
+          maxTimeMS: settings.timeoutMs,
+        }),
+      );
       return new MongoPetRepository(
         client,
         pets,
-        db.collection<CounterDocument>('counters'),
         creates,
+        ids,
         settings.timeoutMs,
         settings.now ?? Date.now,
         ttlIndex,
@@ -142,9 +184,7 @@ export class MongoPetRepository implements PetRepository {
 
   async create(pet: NewPetRecord, idempotency?: IdempotencyClaim): Promise<CreateResult> {
     return this.run(async () =>
-      idempotency === undefined
-        ? { pet: fromDocument(await this.insertWithNewId(pet)), replayed: false }
-        : this.createOnce(pet, idempotency),
+      idempotency === undefined ? { pet: fromDocument(await this.insertWithNewId(pet)), replayed: false } : this.createOnce(pet, idempotency),
     );
   }
 
@@ -167,11 +207,16 @@ export class MongoPetRepository implements PetRepository {
     });
   }
 
-  /** Round trip to the server, for health checks. */
+  /**
+   * Round trip to the server, for health checks: to any member, the nearest, so that an election
+   * (no primary for a few seconds) does not turn every replica unready at once. Creates wait for
+   * the new primary within their retry budget meanwhile, and reads go where the read preference
+   * allows; only a store with no member reachable fails it.
+   */
   async ping(): Promise<void> {
     // The health monitor's ping always asks the server: it is how a store marked unreachable
     // learns that it is back even when the driver saw no change in the topology.
-    await this.run(() => this.client.db('admin').command({ ping: 1 }, { timeoutMS: this.maxTimeMS }), true);
+    await this.run(() => this.client.db('admin').command({ ping: 1 }, { readPreference: ReadPreference.nearest }), true);
   }
 
   async close(): Promise<void> {
@@ -183,9 +228,15 @@ export class MongoPetRepository implements PetRepository {
     return this.ttlIndex;
   }
 
+  /** Id blocks this replica has reserved so far: the writes its ids cost. */
+  get idBlocksReserved(): number {
+    return this.ids.blocks;
+  }
+
   /**
    * Runs one store operation: at once UNAVAILABLE while the server is known to be unreachable.
-   * An operation that cannot reach the server marks it so, until an operation, a health ping or
+   * An operation that cannot reach the server, while no member is reachable, marks it so (one that
+   * needed the primary during an election does not), until an operation, a health ping or
    * the driver's heartbeat reaches it again; one that runs out of time marks nothing. Errors leave
    * as {@link PetServiceError} where the store is at fault.
    */
@@ -196,63 +247,80 @@ export class MongoPetRepository implements PetRepository {
       this.reachable = true;
       return result;
     } catch (error) {
-      if (isConnectionFailure(error)) this.reachable = false;
+      if (isConnectionFailure(error) && !this.dataBearing) this.reachable = false;
       throw toStoreError(error);
     }
   }
 
-  private async nextId(): Promise<bigint> {
-    const take = () =>
-      this.counters.findOneAndUpdate(
-        { _id: COUNTER_ID },
-        { $inc: { seq: 1n } },
-        { upsert: true, returnDocument: 'after', maxTimeMS: this.maxTimeMS },
-      );
-    // Two first-ever upserts can race on the counter's _id; the loser finds the document made.
-    const counter = await take().catch((error: unknown) => {
-      if (isDuplicateKey(error)) return take();
-      throw error;
-    });
-    if (counter === null) throw new PetServiceError(Status.INTERNAL, 'id counter missing after upsert');
-    return BigInt(counter.seq);
-  }
-
-  private async insertWithNewId(pet: NewPetRecord, idempotencyKey?: string): Promise<PetDocument> {
-    for (let attempt = 1; ; attempt += 1) {
-      const document = toDocument(await this.nextId(), pet, idempotencyKey);
+  /**
+   * Runs `attempt` again after a failover error the driver's own retry did not absorb (a second
+   * stepdown, an election that outlasted server selection, a connection lost with no retry), with
+   * a doubling backoff, while the store timeout since the create began lasts and some member is
+   * reachable: a store that is down fails as before, within its timeout. `attempt` keeps its id
+   * and claim from one call to the next, so a retry cannot create a second pet.
+   */
+  private async retryingFailover<T>(attempt: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    for (let attempts = 1; ; attempts += 1) {
       try {
-        await this.pets.insertOne(document);
-        return document;
+        return await attempt();
       } catch (error) {
-        if (!isDuplicateKey(error) || attempt >= MAX_ID_ATTEMPTS) throw error;
-        // The counter lags behind the ids in use: move it past this one before the next take.
-        await this.counters.updateOne({ _id: COUNTER_ID }, { $max: { seq: document._id } });
+        const backoff = FIRST_BACKOFF_MS * 2 ** (attempts - 1);
+        const retry =
+          isFailover(error) && this.reachable && attempts < MAX_CREATE_ATTEMPTS && performance.now() - started + backoff < this.maxTimeMS;
+        if (!retry) throw error;
+        await sleep(backoff);
       }
     }
   }
 
   /**
+   * Inserts the pet under a new id. An insert whose answer was lost to a failover is sent again
+   * with the same id; when an insert finds its id taken, by this very pet, an earlier attempt was
+   * applied, and by another, ids were written without a reservation and the pet moves above them.
+   */
+  private async insertWithNewId(pet: NewPetRecord): Promise<PetDocument> {
+    let document: PetDocument | undefined;
+    let collisions = 0;
+    return this.retryingFailover(async () => {
+      for (;;) {
+        document ??= toDocument(await this.ids.next(), pet, undefined);
+        try {
+          await this.pets.insertOne(document);
+          return document;
+        } catch (error) {
+          if (!isDuplicateKey(error)) throw error;
+        }
+        if (sameRecord(await this.pets.findOne({ _id: document._id }, this.primary), document)) return document;
+        collisions += 1;
+        if (collisions >= MAX_ID_ATTEMPTS) throw new PetServiceError(Status.UNAVAILABLE, 'pet store could not assign an id');
+        this.ids.skipPast(document._id);
+        document = undefined;
+      }
+    });
+  }
+
+  /**
    * The key is claimed first, with the id its pet will get, and the pet inserted second. A crash
    * between the two leaves a claim whose pet is missing, which the retry then inserts; two
-   * concurrent requests with one key both end on the same pet.
+   * concurrent requests with one key both end on the same pet. A failover retry claims with the
+   * same candidate (the same id), and finds its own claim if the first attempt wrote it.
    */
   private async createOnce(pet: NewPetRecord, { key, fingerprint }: IdempotencyClaim): Promise<CreateResult> {
     const now = this.now();
     this.sweepExpired(now);
-    let claim = await this.creates.findOne({ _id: key, expiresAt: { $gt: new Date(now) } }, { maxTimeMS: this.maxTimeMS });
-    let fresh = false;
-    if (claim === null) {
-      const candidate: IdempotencyDocument = {
-        _id: key,
-        fingerprint,
-        petId: await this.nextId(),
-        expiresAt: new Date(now + IDEMPOTENCY_WINDOW_MS),
-      };
-      claim = await this.claim(candidate, now);
-      fresh = claim === candidate;
-    }
-    if (claim.fingerprint !== fingerprint) throw PetServiceError.idempotencyConflict();
-    return this.settle(claim, pet, fresh);
+    let candidate: IdempotencyDocument | undefined;
+    return this.retryingFailover(async () => {
+      let claim = await this.creates.findOne({ _id: key, expiresAt: { $gt: new Date(now) } }, this.primary);
+      let fresh = false;
+      if (claim === null) {
+        candidate ??= { _id: key, fingerprint, petId: await this.ids.next(), expiresAt: new Date(now + IDEMPOTENCY_WINDOW_MS) };
+        claim = await this.claim(candidate, now);
+        fresh = claim === candidate;
+      }
+      if (claim.fingerprint !== fingerprint) throw PetServiceError.idempotencyConflict();
+      return this.settle(claim, pet, fresh);
+    });
   }
 
   /** Inserts the claim, or returns the one that beat it; an expired claim not yet swept gives way. */
@@ -264,7 +332,7 @@ export class MongoPetRepository implements PetRepository {
       } catch (error) {
         if (!isDuplicateKey(error)) throw error;
       }
-      const existing = await this.creates.findOne({ _id: candidate._id }, { maxTimeMS: this.maxTimeMS });
+      const existing = await this.creates.findOne({ _id: candidate._id }, this.primary);
       if (existing !== null && existing.expiresAt.getTime() > now) return existing;
       await this.creates.deleteOne({ _id: candidate._id, expiresAt: { $lte: new Date(now) } });
     }
@@ -278,7 +346,7 @@ export class MongoPetRepository implements PetRepository {
     let claim = initial;
     let look = !fresh;
     for (let attempt = 1; ; attempt += 1) {
-      const existing = look ? await this.pets.findOne({ _id: claim.petId }, { maxTimeMS: this.maxTimeMS }) : null;
+      const existing = look ? await this.pets.findOne({ _id: claim.petId }, this.primary) : null;
       look = true;
       if (existing !== null && existing.idempotencyKey === claim._id) return { pet: fromDocument(existing), replayed: true };
       if (existing === null) {
@@ -292,9 +360,10 @@ export class MongoPetRepository implements PetRepository {
         }
       }
       if (attempt >= MAX_ID_ATTEMPTS) throw new PetServiceError(Status.UNAVAILABLE, 'pet store could not assign an id');
-      // Another create holds the claimed id (only where the counter is not atomic): claim a new one.
-      await this.creates.updateOne({ _id: claim._id, petId: claim.petId }, { $set: { petId: await this.nextId() } });
-      claim = (await this.creates.findOne({ _id: claim._id }, { maxTimeMS: this.maxTimeMS })) ?? claim;
+      // Another pet holds the claimed id (written without a reservation): claim one above it.
+      this.ids.skipPast(claim.petId);
+      await this.creates.updateOne({ _id: claim._id, petId: claim.petId }, { $set: { petId: await this.ids.next() } });
+      claim = (await this.creates.findOne({ _id: claim._id }, this.primary)) ?? claim;
     }
   }
 
@@ -324,6 +393,29 @@ function fromDocument(document: PetDocument): PetRecord {
 
 function isDuplicateKey(error: unknown): boolean {
   return error instanceof MongoServerError && error.code === DUPLICATE_KEY;
+}
+
+function sameRecord(found: PetDocument | null, sent: PetDocument): boolean {
+  return (
+    found !== null &&
+    found.name === sent.name &&
+    BigInt(found.categoryId) === sent.categoryId &&
+    found.status === sent.status &&
+    found.idempotencyKey === sent.idempotencyKey
+  );
+}
+
+/**
+ * Whether a create that failed with `error` may succeed if sent again at once: a failover (a
+ * stepdown's error codes, the RetryableWriteError label, an election that outlasted server
+ * selection) or a lost connection. Not a timeout: the server is there but slow, and more load
+ * would not help it. There are no transactions here, so TransientTransactionError never applies.
+ */
+export function isFailover(error: unknown): boolean {
+  if (error instanceof MongoNetworkTimeoutError) return false;
+  if (error instanceof MongoNetworkError || error instanceof MongoServerSelectionError) return true;
+  if (error instanceof MongoError && error.hasErrorLabel('RetryableWriteError')) return true;
+  return error instanceof MongoServerError && UNAVAILABLE_SERVER_CODES.has(Number(error.code));
 }
 
 /**

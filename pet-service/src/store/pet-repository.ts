@@ -15,8 +15,9 @@ export interface CreateResult {
 }
 
 /**
- * Storage of pets. Implementations assign ids that are unique, positive and increasing, and
- * serve a page at any depth for the cost of the first one (keyset pagination on id).
+ * Storage of pets. Implementations assign ids that are unique and positive, increasing within one
+ * instance (across the MongoDB store's replicas ids are not in creation order), and serve a page at
+ * any depth for the cost of the first one (keyset pagination on id).
  *
  * Failures of the backing store are thrown as {@link PetServiceError} with code UNAVAILABLE
  * so that callers can tell "store down" from a bug.

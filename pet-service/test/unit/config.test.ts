@@ -58,6 +58,24 @@ describe('pet-service config', () => {
     expect(parseConfig({ LOG_PRETTY: 'false', NODE_ENV: 'production' }, () => false)).to.include({ logPretty: false });
   });
 
+  it('reads from the primary unless MONGODB_READ_PREFERENCE names another mode, and refuses an unknown one', () => {
+    expect(parseConfig({})).to.include({ mongodbReadPreference: 'primary' });
+    for (const mode of ['primaryPreferred', 'secondary', 'secondaryPreferred', 'nearest']) {
+      expect(parseConfig({ MONGODB_READ_PREFERENCE: mode })).to.include({ mongodbReadPreference: mode });
+    }
+    for (const bad of ['Primary', 'secondaries', '']) {
+      expect(() => parseConfig({ MONGODB_READ_PREFERENCE: bad }), bad).to.throw(/^invalid configuration: MONGODB_READ_PREFERENCE: /);
+    }
+  });
+
+  it('reserves 1,000 ids at a time unless MONGODB_ID_BLOCK_SIZE says otherwise', () => {
+    expect(parseConfig({})).to.include({ mongodbIdBlockSize: 1000 });
+    expect(parseConfig({ MONGODB_ID_BLOCK_SIZE: '1' })).to.include({ mongodbIdBlockSize: 1 });
+    for (const bad of ['0', '-5', '1.5', 'many']) {
+      expect(() => parseConfig({ MONGODB_ID_BLOCK_SIZE: bad }), bad).to.throw(/^invalid configuration: MONGODB_ID_BLOCK_SIZE: /);
+    }
+  });
+
   it('is frozen', () => {
     expect(Object.isFrozen(parseConfig({}))).to.equal(true);
   });

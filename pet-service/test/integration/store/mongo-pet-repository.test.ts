@@ -71,27 +71,100 @@ describe('MongoPetRepository against a real MongoDB-wire server', function () {
   });
 
   describe('ids', () => {
-    it('never hands out an id twice: an id taken by a replica that crashed before inserting stays a gap', async () => {
+    it('skips the rest of a block whose replica stopped, and never hands out its ids', async () => {
       const database = server.freshDatabase();
-      const repository = await connect(database);
+      const crashed = await MongoPetRepository.connect({ uri: server.uri, database, timeoutMs: 5000, idBlockSize: 10 });
+      const first = (await crashed.create({ name: 'a', categoryId: 1n, status: 'available' })).pet.id;
+      await crashed.close(); // ids 2 to 10 stay reserved by a replica that is gone
+      const next = await MongoPetRepository.connect({ uri: server.uri, database, timeoutMs: 5000, idBlockSize: 10 });
       try {
-        const before = (await repository.create({ name: 'a', categoryId: 1n, status: 'available' })).pet.id;
-        // What a replica does before it crashes: take the next id, never insert it.
-        const taken = await raw
-          .db(database)
-          .collection<{ _id: string; seq: bigint }>('counters')
-          .findOneAndUpdate({ _id: 'pets' }, { $inc: { seq: 1n } }, { returnDocument: 'after' });
-        const after = (await repository.create({ name: 'b', categoryId: 1n, status: 'available' })).pet.id;
-        expect(taken!.seq).to.equal(before + 1n);
-        expect(after).to.equal(before + 2n);
-        expect(await repository.get(taken!.seq)).to.equal(undefined);
-        expect((await repository.list({ limit: 10 })).map((pet) => pet.id)).to.deep.equal([before, after]);
+        const after = (await next.create({ name: 'b', categoryId: 1n, status: 'available' })).pet.id;
+        expect([first, after]).to.deep.equal([1n, 11n]);
+        expect((await next.list({ limit: 10 })).map((pet) => pet.id)).to.deep.equal([1n, 11n]);
+      } finally {
+        await next.close();
+      }
+    });
+
+    it('writes the id collections once per block, never per create (counted from the store\'s side)', async () => {
+      const writes = new Set(['insert', 'update', 'findAndModify', 'delete']);
+      const written: string[] = [];
+      const repository = await MongoPetRepository.connect({
+        uri: server.uri,
+        database: server.freshDatabase(),
+        timeoutMs: 10_000,
+        idBlockSize: 10,
+        onCommand: (event) => {
+          if (writes.has(event.commandName)) written.push(String(event.command[event.commandName]));
+        },
+      });
+      try {
+        for (let round = 0; round < 5; round += 1) {
+          await Promise.all(Array.from({ length: 19 }, (_, index) => repository.create({ name: `p${round}.${index}`, categoryId: 1n, status: 'sold' })));
+        }
+        expect(repository.idBlocksReserved).to.equal(10); // 95 creates, 10 ids a block
+        expect(written.filter((collection) => collection === 'id_blocks')).to.have.length(10);
+        expect(written.filter((collection) => collection === 'counters')).to.deep.equal([]);
+        expect(written.filter((collection) => collection === 'pets')).to.have.length(95);
       } finally {
         await repository.close();
       }
     });
 
-    it('moves past ids already in use, so a counter that lags (restored, or a non-atomic server) cannot duplicate one', async () => {
+    it('gives four replicas racing for blocks disjoint blocks and distinct ids (FerretDB\'s updates are not atomic; its unique index is)', async () => {
+      const database = server.freshDatabase();
+      const replicas = await Promise.all(
+        Array.from({ length: 4 }, () => MongoPetRepository.connect({ uri: server.uri, database, timeoutMs: 20_000, idBlockSize: 3 })),
+      );
+      try {
+        const created = await Promise.all(
+          Array.from({ length: 120 }, (_, index) => replicas[index % 4]!.create({ name: `p${index}`, categoryId: 1n, status: 'available' })),
+        );
+        const ids = created.map((result) => result.pet.id);
+        expect(new Set(ids).size).to.equal(120);
+        const blocks = await raw
+          .db(database)
+          .collection<{ _id: bigint; first: bigint; last: bigint }>('id_blocks')
+          .find({}, { sort: { _id: 1 } })
+          .toArray();
+        expect(blocks.length).to.equal(replicas.reduce((sum, replica) => sum + replica.idBlocksReserved, 0));
+        for (const [index, block] of blocks.entries()) {
+          expect(block._id).to.equal(BigInt(index));
+          expect(block.first).to.equal(index === 0 ? 1n : blocks[index - 1]!.last + 1n);
+          expect(block.last).to.equal(block.first + 2n);
+        }
+        for (const id of ids) expect(blocks.some((block) => block.first <= id && id <= block.last), String(id)).to.equal(true);
+      } finally {
+        await Promise.all(replicas.map((replica) => replica.close()));
+      }
+    });
+
+    it('starts above the ids of the counter the store used before blocks, so an upgrade reuses none', async () => {
+      const database = server.freshDatabase();
+      await raw.db(database).collection<{ _id: string; seq: bigint }>('counters').insertOne({ _id: 'pets', seq: 41n });
+      const repository = await connect(database);
+      try {
+        expect((await repository.create({ name: 'a', categoryId: 1n, status: 'available' })).pet.id).to.equal(42n);
+      } finally {
+        await repository.close();
+      }
+    });
+
+    it('moves to a block above an id found in use (written without a reservation), not to the next id', async () => {
+      const database = server.freshDatabase();
+      const repository = await MongoPetRepository.connect({ uri: server.uri, database, timeoutMs: 5000, idBlockSize: 100 });
+      try {
+        expect((await repository.create({ name: 'a', categoryId: 1n, status: 'available' })).pet.id).to.equal(1n);
+        // A restore, or a replica of the earlier version, wrote ids inside this replica's block.
+        await raw.db(database).collection<{ _id: bigint }>('pets').insertMany([2n, 3n, 250n].map((id) => ({ _id: id, name: 'old', categoryId: 1n, status: 'sold' })));
+        expect((await repository.create({ name: 'b', categoryId: 1n, status: 'available' })).pet.id).to.equal(251n);
+        expect((await repository.create({ name: 'c', categoryId: 1n, status: 'available' }, { key: 'k', fingerprint: 'f' })).pet.id).to.equal(252n);
+      } finally {
+        await repository.close();
+      }
+    });
+
+    it('starts above ids already in the collection (restored, or written by other tools), so it cannot duplicate one', async () => {
       const database = server.freshDatabase();
       const repository = await connect(database);
       try {

@@ -9,7 +9,7 @@ import {
   type TopologyDescription,
 } from 'mongodb';
 import { PetServiceError } from '../../../src/pets/pet-service-error';
-import { isConnectionFailure, toStoreError } from '../../../src/store/mongo-pet-repository';
+import { isConnectionFailure, isFailover, toStoreError } from '../../../src/store/mongo-pet-repository';
 
 const codeOf = (error: unknown): string => (error instanceof PetServiceError ? Status[error.code]! : 'not translated');
 
@@ -47,5 +47,27 @@ describe('MongoPetRepository errors', () => {
     const closed = new MongoClientClosedError();
     expect(isConnectionFailure(closed)).to.equal(false);
     expect(toStoreError(closed)).to.equal(closed);
+  });
+
+  it('retries a create after a failover or a lost connection, never after a timeout or a refusal', () => {
+    const labelled = new MongoServerError({ code: 1, errmsg: 'anything the server says may be retried' });
+    labelled.addErrorLabel('RetryableWriteError');
+    const failovers = [
+      labelled,
+      new MongoServerError({ code: 10107, errmsg: 'not primary' }),
+      new MongoServerError({ code: 11602, errmsg: 'operation was interrupted' }),
+      new MongoServerError({ code: 189, errmsg: 'primary stepped down' }),
+      new MongoNetworkError('connection 3 to 127.0.0.1:27017 closed'),
+      new MongoServerSelectionError('Server selection timed out after 1000 ms', {} as TopologyDescription),
+    ];
+    for (const error of failovers) expect(isFailover(error), error.message).to.equal(true);
+    const others = [
+      new MongoNetworkTimeoutError('connection 7 to 127.0.0.1:27017 timed out'),
+      new MongoServerError({ code: 50, errmsg: 'operation exceeded time limit' }),
+      new MongoServerError({ code: 11000, errmsg: 'E11000 duplicate key error' }),
+      new MongoClientClosedError(),
+      new PetServiceError(Status.ALREADY_EXISTS, 'idempotency key reused'),
+    ];
+    for (const error of others) expect(isFailover(error), error.message).to.equal(false);
   });
 });
