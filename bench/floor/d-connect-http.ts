@@ -11,6 +11,18 @@ import { petsToJson } from '../../gateway/src/http/pet-json';
 import { PetService } from '../gen-es/petstore/v1/pet_service_pb';
 import { DEADLINE_MS, listen, PET_SERVICE_ADDR, readServer, sendBadGateway, sendJson } from './variant-server';
 
+/**
+ * connect-node 2.2.0 destroys a connection that gets GOAWAY with no stream open with an error that
+ * Node raises once the socket has closed; a call made meanwhile reconnects and removes the
+ * session's error listeners, so that error crashes the process (connectrpc/connect-es#1768, open;
+ * http2-session-manager.js lines 473-481 against the guard of `abort()`, lines 403-409). The pet
+ * service sends that GOAWAY to every connection at its maximum age (30 s), and this variant died
+ * of it within a minute of load. The guard the proposed fix (#1769) adds, on every session:
+ */
+const http2 = process.getBuiltinModule('node:http2');
+const connectHttp2 = http2.connect;
+http2.connect = ((...args: Parameters<typeof connectHttp2>) => connectHttp2(...args).on('error', () => undefined)) as typeof connectHttp2;
+
 const transport = createGrpcTransport({
   baseUrl: `http://${PET_SERVICE_ADDR}`,
   defaultTimeoutMs: DEADLINE_MS,
