@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['**/node_modules/', 'proto/gen/', 'client/src/gen/', '**/dist/', '.bench/'] },
+  { ignores: ['**/node_modules/', 'proto/gen/', 'client/src/gen/', 'bench/gen-es/', '**/dist/', '.bench/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

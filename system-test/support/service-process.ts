@@ -52,16 +52,16 @@ export interface ServiceProcess {
  * Starts a service on free ports (PORT=0 / PET_SERVICE_PORT=0 unless `env` says otherwise) and
  * resolves once it logs that it is listening, with the ports it logged.
  */
-export async function startService(
-  name: keyof typeof ENTRY,
-  env: NodeJS.ProcessEnv = {},
-  runtime: Runtime = {},
-): Promise<ServiceProcess> {
-  const compiled = runtime.script ?? (runtime.compiled === true ? COMPILED[name] : undefined);
+export async function startService(name: keyof typeof ENTRY, env?: NodeJS.ProcessEnv, runtime?: Runtime): Promise<ServiceProcess>;
+/** Any other build of the repository (`runtime.script`), called `name` in errors: a benchmark's own servers. */
+export async function startService(name: string, env: NodeJS.ProcessEnv, runtime: Runtime & { readonly script: string }): Promise<ServiceProcess>;
+export async function startService(name: string, env: NodeJS.ProcessEnv = {}, runtime: Runtime = {}): Promise<ServiceProcess> {
+  const service = name as keyof typeof ENTRY;
+  const compiled = runtime.script ?? (runtime.compiled === true ? COMPILED[service] : undefined);
   // Node itself with the tsx loader, not the tsx CLI: one process, so a signal reaches the service.
   const args =
     compiled === undefined
-      ? [...(runtime.nodeFlags ?? []), '--import', 'tsx', join(ROOT, ENTRY[name])]
+      ? [...(runtime.nodeFlags ?? []), '--import', 'tsx', join(ROOT, ENTRY[service])]
       : [...(runtime.nodeFlags ?? []), '--enable-source-maps', join(ROOT, compiled)];
   const child = spawn(runtime.node ?? process.execPath, args, {
     cwd: ROOT,

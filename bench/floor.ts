@@ -1,0 +1,237 @@
+/**
+ * `npm run bench:floor`: what sets the floor of a proxied read, measured behind HTTP side by side
+ * (issue 23) rather than added up from separate loops. One pet service (its build, in-memory store,
+ * 1,000 pets) and, each in its own process, apps that answer `GET /v1/pets?limit=20` with the body
+ * the gateway writes:
+ *
+ *   a  node:http, the body precomputed: no gRPC
+ *   b  node:http + `createPetServiceClient` (grpc-js), `petsToJson`
+ *   c  express 5 + the same call
+ *   d  node:http + @connectrpc/connect-node's gRPC transport (bench/gen-es)
+ *   e  node:http + a unary call written directly on node:http2
+ *   f  the gateway itself (gateway/dist/main.js, a key without limits)
+ *
+ * The variants (bench/floor/) are bundled by esbuild as `npm run build` bundles the services, and
+ * every app runs on the same Node with the gateway image's flags, source maps included. autocannon
+ * (in this process) loads them in alternating rounds (a b c d e f a b ...) after a warm-up of each,
+ * 16 connections, pipelining 1. Every figure is a median over the rounds; a difference between two
+ * variants is the median of its per-round differences, each round's pair measured back to back.
+ *
+ * BENCH_ROUNDS, BENCH_ROUND_SECONDS, BENCH_WARMUP_SECONDS and BENCH_CONNECTIONS as in the other
+ * benchmarks; `BENCH_FLOOR_VARIANTS=a,b,f` runs a subset; BENCH_CPU_PROF=<dir> as in `npm run bench`.
+ */
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import { build, type Plugin } from 'esbuild';
+import { createPetServiceClient } from '@petstore/proto';
+import { sha256Hex } from '../gateway/src/edge/api-keys';
+import { petsToJson } from '../gateway/src/http/pet-json';
+import { READ_PATH, LIST_20 } from './floor/variant-server';
+import { cpuSeconds, median, PET_SERVICE_NODE_FLAGS, profileFlags, seed } from './list-pets-load';
+import { startService, type ServiceProcess } from '../system-test/support/service-process';
+
+const ROOT = join(__dirname, '..');
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const ROUND_SECONDS = Number(process.env.BENCH_ROUND_SECONDS ?? 5);
+const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
+const SEED_PETS = 1_000;
+/** The gateway image's Node flags (gateway/Dockerfile), for every app; startService adds `--enable-source-maps`. */
+const APP_NODE_FLAGS = ['--max-semi-space-size=4', '--max-old-space-size=64', ...profileFlags()];
+const SECRET = 'bench-floor-unlimited-secret';
+/** Where the variants' bundles go (ignored by git, as baseline builds are). */
+const OUT_DIR = join('.bench', 'floor');
+
+const VARIANTS = {
+  a: { label: 'a node:http, precomputed body', entry: 'a-bare-http' },
+  b: { label: 'b node:http + grpc-js', entry: 'b-grpc-js-http' },
+  c: { label: 'c express 5 + grpc-js', entry: 'c-grpc-js-express' },
+  d: { label: 'd node:http + connect-node', entry: 'd-connect-http' },
+  e: { label: 'e node:http + raw node:http2', entry: 'e-raw-http2' },
+  f: { label: 'f the gateway (dist)', entry: undefined },
+} as const;
+type VariantName = keyof typeof VARIANTS;
+
+/** The comparisons the issue asks about, each printed when both of its variants ran. */
+const DIFFERENCES: ReadonlyArray<readonly [VariantName, VariantName, string]> = [
+  ['b', 'a', 'grpc-js behind node:http (b − a)'],
+  ['c', 'b', 'express on an asynchronous response (c − b)'],
+  ['d', 'b', 'connect-node instead of grpc-js (d − b)'],
+  ['e', 'b', 'raw node:http2 instead of grpc-js (e − b)'],
+  ['f', 'b', "the gateway's own share (f − b)"],
+  ['f', 'c', 'the gateway against minimal express (f − c)'],
+];
+
+interface Round {
+  rps: number;
+  p50: number;
+  p99: number;
+  /** CPU µs per request of the variant's process, the pet service and the load generator. */
+  app: number;
+  petService: number;
+  loadGenerator: number;
+}
+
+interface Running {
+  readonly name: VariantName;
+  readonly service: ServiceProcess;
+  readonly url: string;
+  readonly headers: Record<string, string>;
+  readonly rounds: Round[];
+}
+
+function selectedVariants(): VariantName[] {
+  const names = (process.env.BENCH_FLOOR_VARIANTS ?? Object.keys(VARIANTS).join(','))
+    .split(',')
+    .map((name) => name.trim())
+    .filter((name) => name !== '');
+  for (const name of names) {
+    if (!(name in VARIANTS)) throw new Error(`BENCH_FLOOR_VARIANTS: unknown variant ${name}; choose among ${Object.keys(VARIANTS).join(',')}`);
+  }
+  return [...new Set(names)] as VariantName[];
+}
+
+/** Only the workspace's own code is bundled, as scripts/build.ts does; npm packages stay `require`s. */
+const externalPackages: Plugin = {
+  name: 'external-packages',
+  setup(builder) {
+    builder.onResolve({ filter: /^[^./]/ }, (args) => (args.path.startsWith('@petstore/') ? undefined : { path: args.path, external: true }));
+  },
+};
+
+/** Bundles the selected variants' entries as `npm run build` bundles the services. */
+async function buildVariants(names: VariantName[]): Promise<void> {
+  const entries = names.map((name) => VARIANTS[name].entry).filter((entry) => entry !== undefined);
+  if (entries.length === 0) return;
+  mkdirSync(join(ROOT, OUT_DIR), { recursive: true });
+  await build({
+    absWorkingDir: ROOT,
+    entryPoints: Object.fromEntries(entries.map((entry) => [entry, join(ROOT, 'bench', 'floor', `${entry}.ts`)])),
+    outdir: join(ROOT, OUT_DIR),
+    bundle: true,
+    platform: 'node',
+    target: 'node26',
+    format: 'cjs',
+    sourcemap: true,
+    logLevel: 'warning',
+    logOverride: { 'require-resolve-not-external': 'silent' },
+    plugins: [externalPackages],
+  });
+}
+
+/** The list body as the gateway writes it, from the pet service itself: variant a's answer. */
+async function listBody(petServiceAddr: string): Promise<string> {
+  const client = createPetServiceClient(petServiceAddr);
+  try {
+    return petsToJson((await client.listPets(LIST_20)).pets);
+  } finally {
+    client.close();
+  }
+}
+
+async function load(variant: Running, petServicePid: number, seconds: number): Promise<Round> {
+  const before = { app: cpuSeconds(variant.service.child.pid!), petService: cpuSeconds(petServicePid), own: process.cpuUsage() };
+  const result = await autocannon({ url: variant.url, connections: CONNECTIONS, pipelining: 1, duration: seconds, headers: variant.headers });
+  const own = process.cpuUsage(before.own);
+  const after = { app: cpuSeconds(variant.service.child.pid!), petService: cpuSeconds(petServicePid) };
+  const ok = result.statusCodeStats?.['200']?.count ?? 0;
+  if (result.errors > 0 || result.requests.total === 0 || ok !== result.requests.total) {
+    throw new Error(`${VARIANTS[variant.name].label}: ${result.errors} errors, ${ok}/${result.requests.total} were 200`);
+  }
+  const perRequest = (cpu: number) => (cpu * 1e6) / result.requests.total;
+  return {
+    rps: result.requests.total / result.duration,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    app: perRequest(after.app - before.app),
+    petService: perRequest(after.petService - before.petService),
+    loadGenerator: (own.user + own.system) / result.requests.total,
+  };
+}
+
+function report(running: Running[]): void {
+  const byName = new Map(running.map((variant) => [variant.name, variant]));
+  const pad = Math.max(...running.map((variant) => VARIANTS[variant.name].label.length));
+  console.log('');
+  console.log(`${'variant'.padEnd(pad)}   req/s  p50 ms  p99 ms  CPU µs/req: app  pet service  load gen   (app µs per round)`);
+  for (const variant of running) {
+    const of = (key: keyof Round) => median(variant.rounds.map((round) => round[key]));
+    console.log(
+      `${VARIANTS[variant.name].label.padEnd(pad)} ${of('rps').toFixed(0).padStart(7)} ${of('p50').toFixed(0).padStart(7)} ${of('p99').toFixed(0).padStart(7)}` +
+        `${of('app').toFixed(0).padStart(17)} ${of('petService').toFixed(0).padStart(12)} ${of('loadGenerator').toFixed(0).padStart(9)}` +
+        `   (${variant.rounds.map((round) => round.app.toFixed(0)).join(' ')})`,
+    );
+  }
+  const lines = DIFFERENCES.filter(([x, y]) => byName.has(x) && byName.has(y));
+  if (lines.length === 0) return;
+  console.log('');
+  console.log('differences in the app\'s CPU µs per request, median of the per-round differences (range):');
+  for (const [x, y, label] of lines) {
+    const diffs = byName.get(x)!.rounds.map((round, index) => round.app - byName.get(y)!.rounds[index]!.app);
+    const share = x === 'f' ? `, ${((median(diffs) / median(byName.get('f')!.rounds.map((round) => round.app))) * 100).toFixed(0)}% of the gateway's CPU` : '';
+    console.log(`  ${label}: ${median(diffs).toFixed(0)} (${Math.min(...diffs).toFixed(0)} to ${Math.max(...diffs).toFixed(0)})${share}`);
+  }
+}
+
+async function main(): Promise<void> {
+  const names = selectedVariants();
+  const cpu = cpus();
+  console.log(`cores: ${cpu.length} (${cpu[0]?.model ?? 'unknown'}), node ${process.version}, ${new Date().toISOString()}, load average ${loadavg()[0]!.toFixed(1)}`);
+  console.log(`GET ${READ_PATH}, ${CONNECTIONS} connections, pipelining 1, ${ROUNDS} alternating rounds of ${ROUND_SECONDS} s after ${WARMUP_SECONDS} s warm-up of each`);
+  console.log(`apps: node ${APP_NODE_FLAGS.join(' ')} --enable-source-maps; pet service: node ${PET_SERVICE_NODE_FLAGS.join(' ')}, in-memory store, ${SEED_PETS} pets`);
+  await buildVariants(names);
+
+  const dir = mkdtempSync(join(tmpdir(), 'bench-floor-'));
+  const processes: ServiceProcess[] = [];
+  try {
+    const petService = await startService('pet-service', { LOG_LEVEL: 'info', MONGODB_URI: '' }, { compiled: true, nodeFlags: [...PET_SERVICE_NODE_FLAGS, ...profileFlags()] });
+    processes.push(petService);
+    const petServiceAddr = `127.0.0.1:${petService.port}`;
+    await seed(petService.port, SEED_PETS);
+    const body = await listBody(petServiceAddr);
+    writeFileSync(join(dir, 'list.json'), body);
+    const keysFile = join(dir, 'keys.json');
+    writeFileSync(keysFile, JSON.stringify({ keys: [{ id: 'bench', sha256: sha256Hex(SECRET), plan: 'enterprise', limits: { perMinute: 1e9, perDay: 1e9 } }] }));
+
+    const running: Running[] = [];
+    for (const name of names) {
+      const { entry } = VARIANTS[name];
+      const service =
+        entry === undefined
+          ? await startService(
+              'gateway',
+              { PET_SERVICE_ADDR: petServiceAddr, API_KEYS_FILE: keysFile, REDIS_URL: '', BAN_THRESHOLD: '1000000000', LOG_LEVEL: 'info' },
+              { compiled: true, nodeFlags: APP_NODE_FLAGS },
+            )
+          : await startService(`floor ${name}`, { PET_SERVICE_ADDR: petServiceAddr, FLOOR_LIST_BODY_FILE: join(dir, 'list.json') }, { script: join(OUT_DIR, `${entry}.js`), nodeFlags: APP_NODE_FLAGS });
+      processes.push(service);
+      const headers: Record<string, string> = entry === undefined ? { authorization: `Bearer ${SECRET}` } : {};
+      running.push({ name, service, url: `http://127.0.0.1:${service.port}${READ_PATH}`, headers, rounds: [] });
+    }
+    // Every variant must answer what the gateway answers, byte for byte.
+    for (const variant of running) {
+      const response = await fetch(variant.url, { headers: variant.headers });
+      const text = await response.text();
+      if (response.status !== 200 || text !== body) throw new Error(`${VARIANTS[variant.name].label}: answered ${response.status} ${text.slice(0, 200)}`);
+    }
+    // The gateway logs a line per request; the harness keeps none, and the pipes keep flowing.
+    for (const service of processes) service.child.stdout!.removeAllListeners('data');
+
+    for (const variant of running) await load(variant, petService.child.pid!, WARMUP_SECONDS);
+    for (let round = 0; round < ROUNDS; round += 1) {
+      for (const variant of running) variant.rounds.push(await load(variant, petService.child.pid!, ROUND_SECONDS));
+    }
+    report(running);
+    console.log('');
+    console.log(`load average at the end ${loadavg()[0]!.toFixed(1)}`);
+  } finally {
+    await Promise.all(processes.map((service) => service.stop()));
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
