@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
 import type { RateLimitPolicy } from '../../../src/rate-limit/rate-limiter';
-import { connectRedis, waitUntilReady } from '../../../src/rate-limit/redis-connection';
+import { checkAtStartup, connectRedis } from '../../../src/rate-limit/redis-connection';
 import { RedisRateLimiter } from '../../../src/rate-limit/redis-rate-limiter';
 import { rateLimiterContract } from '../../unit/rate-limit/rate-limiter-contract';
 import { commandCalls, type RedisServer, startRedisOrSkip, totalCommandCalls } from '../../../../system-test/support/redis-server';
@@ -22,8 +22,9 @@ describe('RedisRateLimiter against a real redis-server', function () {
   const opened: RedisRateLimiter[] = [];
 
   async function replica(now: () => number): Promise<RedisRateLimiter> {
-    const redis = connectRedis({ url: server.url, commandTimeoutMs: 1000 });
-    expect(await waitUntilReady(redis, 5000)).to.equal(true);
+    const target = { kind: 'standalone', variable: 'REDIS_URL', url: server.url } as const;
+    const redis = connectRedis({ target, commandTimeoutMs: 1000 });
+    expect(await checkAtStartup(redis, target, 5000)).to.deep.equal({ state: 'ready' });
     const limiter = new RedisRateLimiter({ redis, now });
     opened.push(limiter);
     return limiter;
