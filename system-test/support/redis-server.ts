@@ -35,14 +35,24 @@ export async function startRedisOrSkip(context: Context): Promise<RedisServer> {
   return startRedisServer(binary);
 }
 
+/** How to run redis-server beyond a private, unpersisted server on a loopback port. */
+export interface RedisServerOptions {
+  /** A configuration file, read first (Sentinel needs one it can write to). */
+  readonly configFile?: string;
+  /** More arguments, after the defaults, e.g. `['--cluster-enabled', 'yes']` or `['--sentinel']`. */
+  readonly args?: readonly string[];
+  /** What it prints once it serves; default Redis's `Ready to accept connections` (a Sentinel prints none). */
+  readonly readyText?: string;
+}
+
 /** Starts redis-server on `port` or a free loopback port and resolves once it answers PING. */
-export async function startRedisServer(binary: string, port?: number): Promise<RedisServer> {
+export async function startRedisServer(binary: string, port?: number, options: RedisServerOptions = {}): Promise<RedisServer> {
   let lastError: unknown;
   // The free port is found by binding and releasing it; another process could take it meanwhile.
   for (let attempt = 0; attempt < (port === undefined ? 3 : 1); attempt += 1) {
     const listenPort = port ?? (await freePort());
     try {
-      let child = await launch(binary, listenPort);
+      let child = await launch(binary, listenPort, options);
       return {
         port: listenPort,
         url: `redis://127.0.0.1:${listenPort}`,
@@ -54,7 +64,7 @@ export async function startRedisServer(binary: string, port?: number): Promise<R
         },
         async restart() {
           await stopChild(child);
-          child = await launch(binary, listenPort);
+          child = await launch(binary, listenPort, options);
         },
       };
     } catch (error) {
@@ -64,10 +74,15 @@ export async function startRedisServer(binary: string, port?: number): Promise<R
   throw lastError;
 }
 
-async function launch(binary: string, port: number): Promise<ChildProcess> {
+async function launch(binary: string, port: number, options: RedisServerOptions): Promise<ChildProcess> {
+  const readyText = options.readyText ?? 'Ready to accept connections';
   const child = spawn(
     binary,
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'],
+    [
+      ...(options.configFile === undefined ? [] : [options.configFile]),
+      ...['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'],
+      ...(options.args ?? []),
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let output = '';
@@ -82,7 +97,7 @@ async function launch(binary: string, port: number): Promise<ChildProcess> {
     child.once('exit', onExit);
     child.stdout!.on('data', (chunk: Buffer) => {
       output += chunk.toString();
-      if (!output.includes('Ready to accept connections')) return;
+      if (!output.includes(readyText)) return;
       child.stdout!.removeAllListeners('data');
       child.stdout!.resume();
       clearTimeout(timer);
