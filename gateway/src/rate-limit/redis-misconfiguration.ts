@@ -64,7 +64,7 @@ export function misconfiguration(error: Error, target: RedisTarget): string | un
         if (UNKNOWN_COMMAND.test(message)) {
           return `REDIS_SENTINELS: lists a server that is no Sentinel (${reply}); list the Sentinels' ports (26379 by default), not Redis's`;
         }
-        if (/invalid reply: null/.test(message)) {
+        if (/No such master with that name|invalid reply: null/.test(message)) {
           return `REDIS_SENTINEL_MASTER: the Sentinels monitor no master named "${target.masterName}"; set the name of their "sentinel monitor" line`;
         }
         return undefined;

@@ -43,6 +43,9 @@ describe('misconfiguration: errors of Redis that waiting will not fix', () => {
     expect(problem('connected to sentinel 127.0.0.1:26379 successfully, but got an invalid reply: null', SENTINEL)).to.equal(
       'REDIS_SENTINEL_MASTER: the Sentinels monitor no master named "limits"; set the name of their "sentinel monitor" line',
     );
+    expect(problem('All sentinels are unreachable. Retrying from scratch after 100ms. Last error: ERR No such master with that name', SENTINEL)).to.match(
+      /^REDIS_SENTINEL_MASTER: the Sentinels monitor no master named "limits"/,
+    );
     expect(problem("failed to connect to sentinel 127.0.0.1:6379 because ERR unknown command 'sentinel'", SENTINEL)).to.match(/^REDIS_SENTINELS: lists a server that is no Sentinel/);
   });
 

@@ -1,0 +1,93 @@
+import { expect } from 'chai';
+import { type RedisSentinelServers, startGatewayToRefusal, startRedisSentinelOrSkip } from './support/redis-topologies';
+import { burstWithinOneMinute, type ReplicaSet, startReplicaSet } from './support/replica-set';
+import type { LogLine, ServiceProcess } from './support/service-process';
+import { Traffic } from './support/traffic';
+import { waitFor } from './support/wait-for';
+
+const DOWN_AFTER_MS = 1000;
+const FALLBACK = (line: LogLine): boolean => /Redis unavailable, counting in memory/.test(String(line.msg));
+const RECOVERY = (line: LogLine): boolean => /Redis is back/.test(String(line.msg));
+
+describe('two gateway processes on a Sentinel-managed Redis (REDIS_SENTINELS), through a failover', function () {
+  this.timeout(120_000);
+  let servers: RedisSentinelServers;
+  let replicas: ReplicaSet;
+
+  before(async function () {
+    servers = await startRedisSentinelOrSkip(this, DOWN_AFTER_MS);
+    replicas = await startReplicaSet(
+      2,
+      [
+        { id: 'steady', plan: 'enterprise', limits: { perMinute: 1_000_000, perDay: 100_000_000 } },
+        ...['before-1', 'before-2', 'before-3', 'after-1', 'after-2', 'after-3'].map((id) => ({ id, plan: 'free' as const })),
+      ],
+      { REDIS_SENTINELS: servers.sentinelList, REDIS_SENTINEL_MASTER: servers.masterName, REDIS_COMMAND_TIMEOUT_MS: '2000' },
+    );
+  });
+  after(async () => {
+    await replicas?.stop();
+    await servers?.stop();
+  });
+
+  it('refuses, in one line naming the variable and the fix, a Sentinel or the replica as REDIS_URL, and an unknown master name', async () => {
+    const cases: Array<[NodeJS.ProcessEnv, RegExp]> = [
+      [{ REDIS_URL: `redis://127.0.0.1:${servers.sentinels[0]!.port}` }, /^invalid configuration: REDIS_URL: points at a Sentinel, which holds no data; set REDIS_SENTINELS/],
+      [{ REDIS_URL: `redis://127.0.0.1:${servers.replica.port}` }, /^invalid configuration: REDIS_URL: points at a read-only replica \(READONLY\); point it at the master/],
+      [
+        { REDIS_SENTINELS: servers.sentinelList, REDIS_SENTINEL_MASTER: 'no-such-master' },
+        /^invalid configuration: REDIS_SENTINEL_MASTER: the Sentinels monitor no master named "no-such-master"/,
+      ],
+      [
+        { REDIS_SENTINELS: `127.0.0.1:${servers.master.port}`, REDIS_SENTINEL_MASTER: servers.masterName },
+        /^invalid configuration: REDIS_SENTINELS: lists a server that is no Sentinel/,
+      ],
+    ];
+    const results = await Promise.all(cases.map(([env]) => startGatewayToRefusal(env)));
+    for (const [index, { status, stderr }] of results.entries()) {
+      expect(stderr.trim(), JSON.stringify(cases[index]![0])).to.match(cases[index]![1]);
+      expect(stderr.trim().split('\n'), 'one line').to.have.length(1);
+      expect(status).to.equal(1);
+    }
+  });
+
+  it('admits exactly 60 of 90 on a free key across both gateways', async () => {
+    expect(replicas.gateways.map((gateway) => gateway.listening.redisTopology)).to.deep.equal(['sentinel', 'sentinel']);
+    const { statuses } = await burstWithinOneMinute(replicas.urls, ['before-1', 'before-2', 'before-3'], 90);
+    expect(statuses.filter((status) => status === 200)).to.have.length(60);
+  });
+
+  it('follows the master the Sentinels promote after the old one is killed: no 5xx, exact again afterwards', async () => {
+    const oldMaster = servers.master;
+    const traffic = new Traffic(replicas.urls, 'steady', 4);
+    let windows: number[];
+    try {
+      await traffic.waitFor(50);
+      process.kill(oldMaster.pid, 'SIGKILL');
+      const killedAt = Date.now();
+      await waitFor(async () => (await servers.masterPort().catch(() => oldMaster.port)) === servers.replica.port, 30_000);
+      const promotedAfter = Date.now() - killedAt;
+      windows = await Promise.all(replicas.gateways.map((gateway) => localCountingWindow(gateway)));
+      console.log(`      Sentinels promoted the replica ${promotedAfter} ms after the kill (down-after-milliseconds ${DOWN_AFTER_MS})`);
+      console.log(`      counting was local on each gateway for: ${windows.map((ms) => `${ms} ms`).join(', ')}`);
+      await traffic.waitFor(50);
+    } finally {
+      await traffic.stop();
+      await oldMaster.stop();
+    }
+    expect(traffic.failures, 'no request failed at the network level or broke the contract').to.deep.equal([]);
+    expect(traffic.statuses.filter((status) => status >= 500), 'no 5xx').to.deep.equal([]);
+    expect(traffic.statuses.filter((status) => status !== 200), 'every request admitted').to.deep.equal([]);
+    for (const ms of windows) expect(ms, 'the failover, not a restart, ended local counting').to.be.below(20_000);
+
+    const { statuses } = await burstWithinOneMinute(replicas.urls, ['after-1', 'after-2', 'after-3'], 90);
+    expect(statuses.filter((status) => status === 200), 'shared counters on the new master').to.have.length(60);
+  });
+});
+
+/** From the gateway's fallback log line to its recovery line, in its own clock (pino's `time`). */
+async function localCountingWindow(gateway: ServiceProcess): Promise<number> {
+  const fellBack = await gateway.waitForLog(FALLBACK, 30_000);
+  const recovered = await gateway.waitForLog(RECOVERY, 30_000);
+  return Number(recovered.time) - Number(fellBack.time);
+}
