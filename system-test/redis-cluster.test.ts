@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { runKeysCli } from './support/keys-cli';
 import { fetchWithinContract } from './support/openapi-validator';
-import { type RedisClusterServers, startGatewayToRefusal, startRedisClusterOrSkip, withClient } from './support/redis-topologies';
+import { type RedisClusterServers, expectOneLineRefusals, startRedisClusterOrSkip, withClient } from './support/redis-topologies';
 import { burstWithinOneMinute, replicaSecret, type ReplicaSet, startReplicaSet } from './support/replica-set';
 import { waitFor } from './support/wait-for';
 
@@ -95,10 +95,9 @@ describe('three gateway processes on a three-master Redis Cluster (REDIS_CLUSTER
   });
 
   it('refuses to start with REDIS_URL on one of its nodes: one line naming the variable and the fix', async () => {
-    const { status, stderr } = await startGatewayToRefusal({ REDIS_URL: `redis://127.0.0.1:${cluster.nodes[0]!.port}` });
-    expect(status).to.equal(1);
-    expect(stderr.trim()).to.match(/^invalid configuration: REDIS_URL: points at a Redis Cluster node.*REDIS_CLUSTER_NODES instead$/);
-    expect(stderr.trim().split('\n')).to.have.length(1);
+    await expectOneLineRefusals([
+      [{ REDIS_URL: `redis://127.0.0.1:${cluster.nodes[0]!.port}` }, /^invalid configuration: REDIS_URL: points at a Redis Cluster node.*REDIS_CLUSTER_NODES instead$/],
+    ]);
   });
 });
 

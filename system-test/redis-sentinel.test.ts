@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { type RedisSentinelServers, startGatewayToRefusal, startRedisSentinelOrSkip } from './support/redis-topologies';
+import { type RedisSentinelServers, expectOneLineRefusals, startRedisSentinelOrSkip } from './support/redis-topologies';
 import { burstWithinOneMinute, type ReplicaSet, startReplicaSet } from './support/replica-set';
 import type { LogLine, ServiceProcess } from './support/service-process';
 import { Traffic } from './support/traffic';
@@ -43,12 +43,7 @@ describe('two gateway processes on a Sentinel-managed Redis (REDIS_SENTINELS), t
         /^invalid configuration: REDIS_SENTINELS: lists a server that is no Sentinel/,
       ],
     ];
-    const results = await Promise.all(cases.map(([env]) => startGatewayToRefusal(env)));
-    for (const [index, { status, stderr }] of results.entries()) {
-      expect(stderr.trim(), JSON.stringify(cases[index]![0])).to.match(cases[index]![1]);
-      expect(stderr.trim().split('\n'), 'one line').to.have.length(1);
-      expect(status).to.equal(1);
-    }
+    await expectOneLineRefusals(cases);
   });
 
   it('admits exactly 60 of 90 on a free key across both gateways', async () => {

@@ -106,7 +106,12 @@ async function launch(binary: string, port: number, options: RedisServerOptions)
     });
   });
   child.stderr!.resume();
-  await ping(port);
+  try {
+    await ping(port);
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
   return child;
 }
 
@@ -118,7 +123,8 @@ function ping(port: number): Promise<void> {
     socket.connect(port, '127.0.0.1', () => socket.write('PING\r\n'));
     socket.once('data', (data) => {
       socket.end();
-      if (data.toString().startsWith('+PONG')) resolve();
+      // A server with a password answers NOAUTH: it serves all the same.
+      if (/^(\+PONG|-NOAUTH)/.test(data.toString())) resolve();
       else reject(new Error(`unexpected PING reply: ${data.toString()}`));
     });
   });

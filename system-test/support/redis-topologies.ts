@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { expect } from 'chai';
 import { Redis } from 'ioredis';
 import type { Context } from 'mocha';
 import { findExecutable, pendingOrRequired } from './executables';
@@ -163,8 +164,8 @@ function fields(flat: readonly string[]): Map<string, string> {
 }
 
 /** Runs `use` on a short-lived connection to a loopback port that neither queues nor retries. */
-export async function withClient<T>(port: number, use: (client: Redis) => Promise<T>): Promise<T> {
-  const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+export async function withClient<T>(port: number, use: (client: Redis) => Promise<T>, password?: string): Promise<T> {
+  const client = new Redis({ port, host: '127.0.0.1', password, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
   client.on('error', () => undefined);
   try {
     await client.connect();
@@ -184,7 +185,7 @@ export interface RefusedStart {
  * Starts the gateway (`main.ts`, as production does) with `env` and resolves once it exits, or
  * once it has been killed after `timeoutMs` if it started serving instead (status null).
  */
-export function startGatewayToRefusal(env: NodeJS.ProcessEnv, timeoutMs = 20_000): Promise<RefusedStart> {
+function startGatewayToRefusal(env: NodeJS.ProcessEnv, timeoutMs = 20_000): Promise<RefusedStart> {
   const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, '..', '..', 'gateway', 'src', 'main.ts')], {
     cwd: join(__dirname, '..', '..'),
     env: { ...process.env, PORT: '0', ADMIN_PORT: '0', PET_SERVICE_ADDR: '127.0.0.1:9', ...env },
@@ -197,4 +198,18 @@ export function startGatewayToRefusal(env: NodeJS.ProcessEnv, timeoutMs = 20_000
     child.on('error', reject);
     child.on('close', (status) => resolve({ status, stderr }));
   });
+}
+
+/**
+ * Starts a gateway per case, all at once, and expects each to print one line matching its pattern
+ * on stderr and exit 1.
+ */
+export async function expectOneLineRefusals(cases: ReadonlyArray<readonly [NodeJS.ProcessEnv, RegExp]>): Promise<void> {
+  const results = await Promise.all(cases.map(([env]) => startGatewayToRefusal(env)));
+  for (const [index, { status, stderr }] of results.entries()) {
+    const [env, pattern] = cases[index]!;
+    expect(stderr.trim(), JSON.stringify(env)).to.match(pattern);
+    expect(stderr.trim().split('\n'), 'one line').to.have.length(1);
+    expect(status).to.equal(1);
+  }
 }

@@ -86,7 +86,10 @@ function noPermission(variable: string, reply: string): string {
 
 /** What happens to each reported misconfiguration. */
 export interface MisconfigurationMonitorOptions {
-  /** One error-level line; called at most once per `logIntervalMs`, with the occurrences it summarises. */
+  /**
+   * One error-level line: for a problem unlike the last one logged at once, for the same one at
+   * most once per `logIntervalMs`, with the occurrences it summarises.
+   */
   readonly log: (problem: string, occurrences: number) => void;
   /** Every occurrence, for the metric. */
   readonly count: () => void;
@@ -110,6 +113,7 @@ export interface MisconfigurationMonitor {
 export function createMisconfigurationMonitor(target: RedisTarget, options: MisconfigurationMonitorOptions): MisconfigurationMonitor {
   const interval = options.logIntervalMs ?? 60_000;
   let problem: string | undefined;
+  let logged: string | undefined;
   let loggedAt = -Infinity;
   let unlogged = 0;
   return {
@@ -120,7 +124,8 @@ export function createMisconfigurationMonitor(target: RedisTarget, options: Misc
       options.count();
       unlogged += 1;
       const now = options.now();
-      if (now - loggedAt < interval) return;
+      if (found === logged && now - loggedAt < interval) return;
+      logged = found;
       loggedAt = now;
       options.log(found, unlogged);
       unlogged = 0;

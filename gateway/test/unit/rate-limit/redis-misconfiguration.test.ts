@@ -68,7 +68,7 @@ describe('misconfiguration: errors of Redis that waiting will not fix', () => {
 });
 
 describe('createMisconfigurationMonitor', () => {
-  it('counts every misconfiguration, logs at most once per interval, shows the last until cleared', () => {
+  it('counts every misconfiguration, logs each at most once per interval, shows the last until cleared', () => {
     let now = 0;
     let counted = 0;
     const logged: Array<[string, number]> = [];
@@ -89,6 +89,14 @@ describe('createMisconfigurationMonitor', () => {
     now += 30_000;
     monitor.report(readonly);
     expect(logged.map(([, n]) => n), 'the next line a minute later sums what it did not log').to.deep.equal([1, 3]);
+
+    monitor.report(new Error('NOAUTH Authentication required.'));
+    expect(logged.map(([line]) => line.slice(0, 40)), 'a different problem is logged at once').to.deep.equal([
+      'REDIS_URL: points at a read-only replica',
+      'REDIS_URL: points at a read-only replica',
+      'REDIS_URL: Redis refuses its credentials',
+    ]);
+    expect(monitor.problem).to.match(/^REDIS_URL: Redis refuses its credentials/);
 
     monitor.clear();
     expect(monitor.problem).to.equal(undefined);
