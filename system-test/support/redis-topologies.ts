@@ -35,27 +35,37 @@ export interface RedisSentinelServers {
   stop(): Promise<void>;
 }
 
-interface Binaries {
+export interface Binaries {
   readonly server: string;
   readonly cli: string;
 }
 
-/** redis-server and redis-cli (Debian's redis-server package has both), or the suite is pending (failing under REQUIRE_REDIS=1). */
-function binariesOrSkip(context: Context): Binaries {
+const MISSING = 'redis-server or redis-cli not found (install Debian package redis-server, or set REDIS_SERVER_BIN and REDIS_CLI_BIN)';
+
+/** redis-server and redis-cli (Debian's redis-server package brings both), if installed. */
+function findBinaries(): Binaries | undefined {
   const server = findRedisServer();
   const cli = findExecutable('REDIS_CLI_BIN', 'redis-cli', '/usr/bin/redis-cli');
-  if (server === undefined || cli === undefined) {
-    pendingOrRequired(context, 'REQUIRE_REDIS', 'redis-server or redis-cli not found (install Debian package redis-server, or set REDIS_SERVER_BIN and REDIS_CLI_BIN)');
-  }
-  return { server, cli };
+  return server === undefined || cli === undefined ? undefined : { server, cli };
+}
+
+/** The binaries, or the suite is pending (failing under REQUIRE_REDIS=1). */
+function binariesOrSkip(context: Context): Binaries {
+  return findBinaries() ?? pendingOrRequired(context, 'REQUIRE_REDIS', MISSING);
+}
+
+/** {@link startRedisCluster} for a suite: pending without the binaries (failing under REQUIRE_REDIS=1). */
+export function startRedisClusterOrSkip(context: Context, masters = 3): Promise<RedisClusterServers> {
+  return startRedisCluster(binariesOrSkip(context), masters);
 }
 
 /**
  * Starts `masters` cluster-enabled servers, joins them with `redis-cli --cluster create` (the
  * slots split evenly, no replicas) and resolves once every node reports `cluster_state:ok`.
+ * Throws without the binaries.
  */
-export async function startRedisClusterOrSkip(context: Context, masters = 3): Promise<RedisClusterServers> {
-  const binaries = binariesOrSkip(context);
+export async function startRedisCluster(binaries: Binaries | undefined = findBinaries(), masters = 3): Promise<RedisClusterServers> {
+  if (binaries === undefined) throw new Error(MISSING);
   const dir = mkdtempSync(join(tmpdir(), 'redis-cluster-'));
   const nodes: RedisServer[] = [];
   try {
