@@ -252,9 +252,10 @@ function redisTarget(parsed: ParsedEnvironment): RedisTarget | undefined {
     throw new ConfigError(`${set.join(' and ')}: set only one; each selects a different Redis deployment (docs/rate-limits.md#redis-topologies)`);
   }
   const [selected] = set;
-  const orphan = (names: readonly string[], needs: string): void => {
-    const name = names.find((candidate) => parsed[candidate as keyof ParsedEnvironment] !== '' && parsed[candidate as keyof ParsedEnvironment] !== false);
-    if (name !== undefined) throw new ConfigError(`${name}: applies only with ${needs}`);
+  const orphan = (names: ReadonlyArray<keyof ParsedEnvironment>, needs: string): void => {
+    // A string variable is set when not empty; REDIS_TLS, the one flag, when true.
+    const name = names.find((candidate) => parsed[candidate] !== '' && parsed[candidate] !== false);
+    if (name !== undefined) throw new ConfigError(`${String(name)}: applies only with ${needs}`);
   };
   if (selected !== 'REDIS_SENTINELS') {
     orphan(['REDIS_SENTINEL_MASTER', 'REDIS_SENTINEL_USERNAME', 'REDIS_SENTINEL_PASSWORD'], 'REDIS_SENTINELS');
