@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
 import type { Context } from 'mocha';
 import { findExecutable, pendingOrRequired } from './executables';
 import { stopChild } from './service-process';
@@ -76,6 +77,8 @@ export async function startRedisServer(binary: string, port?: number, options: R
 
 async function launch(binary: string, port: number, options: RedisServerOptions): Promise<ChildProcess> {
   const readyText = options.readyText ?? 'Ready to accept connections';
+  // Nothing is saved, but a replica writes the snapshot it receives to its directory: the
+  // working directory unless told otherwise, which would be the repository.
   const child = spawn(
     binary,
     [
@@ -83,7 +86,7 @@ async function launch(binary: string, port: number, options: RedisServerOptions)
       ...['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'],
       ...(options.args ?? []),
     ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
+    { stdio: ['ignore', 'pipe', 'pipe'], cwd: tmpdir() },
   );
   let output = '';
   await new Promise<void>((resolve, reject) => {
