@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { type RedisSentinelServers, expectOneLineRefusals, startRedisSentinelOrSkip } from './support/redis-topologies';
+import { runKeysCli } from './support/keys-cli';
 import { burstWithinOneMinute, type ReplicaSet, startReplicaSet } from './support/replica-set';
 import type { LogLine, ServiceProcess } from './support/service-process';
 import { Traffic } from './support/traffic';
@@ -77,6 +78,18 @@ describe('two gateway processes on a Sentinel-managed Redis (REDIS_SENTINELS), t
 
     const { statuses } = await burstWithinOneMinute(replicas.urls, ['after-1', 'after-2', 'after-3'], 90);
     expect(statuses.filter((status) => status === 200), 'shared counters on the new master').to.have.length(60);
+  });
+
+  it('lifts, with `npm run keys -- unban` through the Sentinels, the bans made before and after the failover', async () => {
+    const env = { REDIS_SENTINELS: servers.sentinelList, REDIS_SENTINEL_MASTER: servers.masterName };
+    const outcomes: string[] = [];
+    for (const keyId of ['before-1', 'before-2', 'before-3', 'after-1', 'after-2', 'after-3']) {
+      const run = await runKeysCli(['unban', '--id', keyId], env);
+      expect(run.status, run.stderr).to.equal(0);
+      outcomes.push(run.stdout);
+    }
+    // Each burst banned its key (a burst that straddled a minute moved on to the next key).
+    expect(outcomes.filter((line) => line.startsWith('ban lifted')), outcomes.join('\n')).to.have.length.at.least(2);
   });
 });
 
