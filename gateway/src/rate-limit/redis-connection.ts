@@ -1,6 +1,6 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { RedisTarget } from '../config';
-import { misconfiguration } from './redis-misconfiguration';
+import { misconfiguration, singleRedisProblem } from './redis-misconfiguration';
 
 /** A client of whichever deployment the configuration names: scripts and keys behave alike on both. */
 export type RedisClient = Redis | Cluster;
@@ -135,13 +135,9 @@ export async function checkAtStartup(client: RedisClient, target: RedisTarget, t
   });
   if (readiness.state !== 'ready') return readiness;
   try {
-    if (client instanceof Redis && target.kind === 'standalone') {
-      const info = await client.info('server');
-      const replication = await client.info('replication');
-      const mode = /^redis_mode:(\w+)/m.exec(info)?.[1];
-      if (mode === 'cluster') return misconfigured(`${target.variable}: points at a Redis Cluster node, which refuses the keys of other nodes' slots (MOVED); list the cluster's nodes in REDIS_CLUSTER_NODES instead`);
-      if (mode === 'sentinel') return misconfigured(`${target.variable}: points at a Sentinel, which holds no data; set REDIS_SENTINELS to the Sentinels and REDIS_SENTINEL_MASTER to the master's name instead`);
-      if (/^role:slave/m.test(replication)) return misconfigured(`${target.variable}: points at a read-only replica (READONLY); point it at the master, or follow failovers with REDIS_SENTINELS`);
+    if (target.kind === 'standalone') {
+      const problem = singleRedisProblem(await client.info());
+      if (problem !== undefined) return { state: 'misconfigured', problem };
     }
     await client.eval(PROBE_LUA, 1, PROBE_KEY);
   } catch (error) {
@@ -152,7 +148,6 @@ export async function checkAtStartup(client: RedisClient, target: RedisTarget, t
   return { state: 'ready' };
 }
 
-const misconfigured = (problem: string): StartupState => ({ state: 'misconfigured', problem });
 
 /** Ends the connection: politely when it is up, at once when it is not. */
 export async function closeRedis(client: RedisClient): Promise<void> {

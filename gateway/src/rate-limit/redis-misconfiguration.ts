@@ -80,6 +80,24 @@ export function misconfiguration(error: Error, target: RedisTarget): string | un
   }
 }
 
+/**
+ * For `REDIS_URL`, what its `INFO` (server and replication sections) says is wrong with it, before
+ * any key meets it: a Cluster node answers the keys of its own slots and MOVED for the others, and
+ * a Sentinel or a replica may pass a ready check.
+ */
+export function singleRedisProblem(info: string): string | undefined {
+  switch (/^redis_mode:(\w+)/m.exec(info)?.[1]) {
+    case 'cluster':
+      return "REDIS_URL: points at a Redis Cluster node, which refuses other nodes' keys (MOVED); list the cluster's nodes in REDIS_CLUSTER_NODES instead";
+    case 'sentinel':
+      return "REDIS_URL: points at a Sentinel, which holds no data; set REDIS_SENTINELS to the Sentinels and REDIS_SENTINEL_MASTER to the master's name instead";
+  }
+  if (/^role:slave/m.test(info)) {
+    return 'REDIS_URL: points at a read-only replica (READONLY); point it at the master, or follow failovers with REDIS_SENTINELS';
+  }
+  return undefined;
+}
+
 function noPermission(variable: string, reply: string): string {
   return `${variable}: the user may not run the limiter's commands (${reply}); grant it EVAL, EVALSHA, GET, SET, INCR, INCRBY, PEXPIRE, PTTL, EXPIRE, GETDEL and INFO`;
 }

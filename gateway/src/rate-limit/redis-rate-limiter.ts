@@ -15,7 +15,7 @@ import {
 import { createWindowBucket, isSingleWindow, type WindowBucket } from './window-bucket';
 
 export interface RedisRateLimiterOptions {
-  /** A single Redis, a Sentinel-managed one or a Cluster. Taken over: {@link RedisRateLimiter.close} quits it. */
+  /** One Redis, a Sentinel-managed one or a Cluster. Taken over: {@link RedisRateLimiter.close} quits it. */
   readonly redis: RedisClient;
   /** Milliseconds since the epoch; passed to the script so every replica and test agrees. */
   readonly now: () => number;
@@ -36,11 +36,11 @@ function banKey(subject: string): string {
 
 /**
  * Counters shared by every gateway replica, one script per request (EVALSHA, which ioredis
- * auto-pipelines with the other requests in flight, per node on a Cluster): the per-IP bucket is rate-limiter-flexible's
- * RateLimiterRedis; the key policy is this gateway's own script ({@link RATE_LIMIT_LUA}), because
- * the library cannot spend two windows in one step (see docs/rate-limiter.md). Bans are cached per
- * replica; see {@link BanCache}. Errors are thrown, not hidden: {@link FallbackRateLimiter} decides
- * what to do.
+ * auto-pipelines with the other requests in flight, per node on a Cluster): the per-IP bucket is
+ * rate-limiter-flexible's RateLimiterRedis; the key policy is this gateway's own script
+ * ({@link RATE_LIMIT_LUA}), because the library cannot spend two windows in one step (see
+ * docs/rate-limiter.md). Bans are cached per replica; see {@link BanCache}. Errors are thrown, not
+ * hidden: {@link FallbackRateLimiter} decides what to do.
  */
 export class RedisRateLimiter implements RateLimiter {
   private readonly redis: RedisClient;

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { RedisTarget } from '../../../src/config';
-import { createMisconfigurationMonitor, misconfiguration } from '../../../src/rate-limit/redis-misconfiguration';
+import { createMisconfigurationMonitor, misconfiguration, singleRedisProblem } from '../../../src/rate-limit/redis-misconfiguration';
 
 const STANDALONE: RedisTarget = { kind: 'standalone', variable: 'REDIS_URL', url: 'redis://redis:6379' };
 const CLUSTER: RedisTarget = { kind: 'cluster', variable: 'REDIS_CLUSTER_NODES', nodes: [{ host: 'a', port: 7000 }], username: undefined, password: undefined, tls: false };
@@ -64,6 +64,15 @@ describe('misconfiguration: errors of Redis that waiting will not fix', () => {
     const line = problem(`ERR unknown command 'eval'\r\n${'x'.repeat(500)}`, STANDALONE)!;
     expect(line).not.to.match(/[\r\n]/);
     expect(line.length).to.be.below(300);
+  });
+});
+
+describe('singleRedisProblem: what INFO says of the server REDIS_URL names', () => {
+  it('refuses a Cluster node, a Sentinel and a replica, and accepts a master', () => {
+    expect(singleRedisProblem('# Server\r\nredis_version:7.0.15\r\nredis_mode:cluster\r\n# Replication\r\nrole:master\r\n')).to.match(/^REDIS_URL: points at a Redis Cluster node/);
+    expect(singleRedisProblem('# Server\r\nredis_mode:sentinel\r\n')).to.match(/^REDIS_URL: points at a Sentinel/);
+    expect(singleRedisProblem('# Server\r\nredis_mode:standalone\r\n# Replication\r\nrole:slave\r\nmaster_host:10.0.0.1\r\n')).to.match(/^REDIS_URL: points at a read-only replica/);
+    expect(singleRedisProblem('# Server\r\nredis_mode:standalone\r\n# Replication\r\nrole:master\r\nconnected_slaves:1\r\n')).to.equal(undefined);
   });
 });
 
