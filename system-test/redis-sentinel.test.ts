@@ -7,23 +7,25 @@ import { Traffic } from './support/traffic';
 import { waitFor } from './support/wait-for';
 
 const DOWN_AFTER_MS = 1000;
+const DATA_PASSWORD = 'data-password';
+const SENTINEL_PASSWORD = 'sentinel-password';
 const FALLBACK = (line: LogLine): boolean => /Redis unavailable, counting in memory/.test(String(line.msg));
 const RECOVERY = (line: LogLine): boolean => /Redis is back/.test(String(line.msg));
 
-describe('two gateway processes on a Sentinel-managed Redis (REDIS_SENTINELS), through a failover', function () {
+describe('two gateway processes on a Sentinel-managed Redis (REDIS_SENTINELS, separate credentials), through a failover', function () {
   this.timeout(120_000);
   let servers: RedisSentinelServers;
   let replicas: ReplicaSet;
 
   before(async function () {
-    servers = await startRedisSentinelOrSkip(this, DOWN_AFTER_MS);
+    servers = await startRedisSentinelOrSkip(this, { downAfterMs: DOWN_AFTER_MS, dataPassword: DATA_PASSWORD, sentinelPassword: SENTINEL_PASSWORD });
     replicas = await startReplicaSet(
       2,
       [
         { id: 'steady', plan: 'enterprise', limits: { perMinute: 1_000_000, perDay: 100_000_000 } },
         ...['before-1', 'before-2', 'before-3', 'after-1', 'after-2', 'after-3'].map((id) => ({ id, plan: 'free' as const })),
       ],
-      { REDIS_SENTINELS: servers.sentinelList, REDIS_SENTINEL_MASTER: servers.masterName, REDIS_COMMAND_TIMEOUT_MS: '2000' },
+      { ...sentinelEnv(), REDIS_COMMAND_TIMEOUT_MS: '2000' },
     );
   });
   after(async () => {
@@ -31,18 +33,36 @@ describe('two gateway processes on a Sentinel-managed Redis (REDIS_SENTINELS), t
     await servers?.stop();
   });
 
-  it('refuses, in one line naming the variable and the fix, a Sentinel or the replica as REDIS_URL, and an unknown master name', async () => {
+  /** The gateways' settings: the Sentinels' credentials apart from the data nodes'. */
+  function sentinelEnv(): NodeJS.ProcessEnv {
+    return {
+      REDIS_SENTINELS: servers.sentinelList,
+      REDIS_SENTINEL_MASTER: servers.masterName,
+      REDIS_PASSWORD: DATA_PASSWORD,
+      REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD,
+    };
+  }
+
+  it('refuses, in one line naming the variable and the fix, a Sentinel or the replica as REDIS_URL, an unknown master name, either wrong password', async () => {
     const cases: Array<[NodeJS.ProcessEnv, RegExp]> = [
-      [{ REDIS_URL: `redis://127.0.0.1:${servers.sentinels[0]!.port}` }, /^invalid configuration: REDIS_URL: points at a Sentinel, which holds no data; set REDIS_SENTINELS/],
-      [{ REDIS_URL: `redis://127.0.0.1:${servers.replica.port}` }, /^invalid configuration: REDIS_URL: points at a read-only replica \(READONLY\); point it at the master/],
       [
-        { REDIS_SENTINELS: servers.sentinelList, REDIS_SENTINEL_MASTER: 'no-such-master' },
+        { REDIS_URL: `redis://:${SENTINEL_PASSWORD}@127.0.0.1:${servers.sentinels[0]!.port}` },
+        /^invalid configuration: REDIS_URL: points at a Sentinel, which holds no data; set REDIS_SENTINELS/,
+      ],
+      [
+        { REDIS_URL: `redis://:${DATA_PASSWORD}@127.0.0.1:${servers.replica.port}` },
+        /^invalid configuration: REDIS_URL: points at a read-only replica \(READONLY\); point it at the master/,
+      ],
+      [
+        { ...sentinelEnv(), REDIS_SENTINEL_MASTER: 'no-such-master' },
         /^invalid configuration: REDIS_SENTINEL_MASTER: the Sentinels monitor no master named "no-such-master"/,
       ],
       [
-        { REDIS_SENTINELS: `127.0.0.1:${servers.master.port}`, REDIS_SENTINEL_MASTER: servers.masterName },
+        { ...sentinelEnv(), REDIS_SENTINELS: `127.0.0.1:${servers.master.port}`, REDIS_SENTINEL_PASSWORD: DATA_PASSWORD },
         /^invalid configuration: REDIS_SENTINELS: lists a server that is no Sentinel/,
       ],
+      [{ ...sentinelEnv(), REDIS_SENTINEL_PASSWORD: 'wrong' }, /^invalid configuration: REDIS_SENTINEL_PASSWORD: the Sentinels refuse the credentials \(.*WRONGPASS/],
+      [{ ...sentinelEnv(), REDIS_PASSWORD: 'wrong' }, /^invalid configuration: REDIS_PASSWORD: the master refuses the credentials \(WRONGPASS/],
     ];
     await expectOneLineRefusals(cases);
   });
@@ -81,7 +101,7 @@ describe('two gateway processes on a Sentinel-managed Redis (REDIS_SENTINELS), t
   });
 
   it('lifts, with `npm run keys -- unban` through the Sentinels, the bans made before and after the failover', async () => {
-    const env = { REDIS_SENTINELS: servers.sentinelList, REDIS_SENTINEL_MASTER: servers.masterName };
+    const env = sentinelEnv();
     const outcomes: string[] = [];
     for (const keyId of ['before-1', 'before-2', 'before-3', 'after-1', 'after-2', 'after-3']) {
       const run = await runKeysCli(['unban', '--id', keyId], env);

@@ -100,22 +100,38 @@ async function clusterState(port: number): Promise<string | undefined> {
   return withClient(port, async (client) => /^cluster_state:(\w+)/m.exec(String(await client.call('CLUSTER', 'INFO')))?.[1]);
 }
 
+/** How the Sentinel-managed servers are set up. */
+export interface SentinelOptions {
+  /** The Sentinels declare the master down after this long without an answer. */
+  readonly downAfterMs: number;
+  /** `requirepass` of the master and the replica (which also authenticates with it). */
+  readonly dataPassword: string;
+  /** `requirepass` of the Sentinels, which also authenticate with each other. */
+  readonly sentinelPassword: string;
+}
+
 /**
- * Starts a master, a replica of it and three Sentinels (quorum 2) that declare the master down
- * after `downAfterMs` without an answer, and resolves once each Sentinel knows the replica and the
- * two other Sentinels: before that, a failover could not be agreed on.
+ * Starts a master, a replica of it and three Sentinels (quorum 2), each kind with its own password,
+ * and resolves once each Sentinel knows the replica and the two other Sentinels: before that, a
+ * failover could not be agreed on.
  */
-export async function startRedisSentinelOrSkip(context: Context, downAfterMs: number): Promise<RedisSentinelServers> {
+export async function startRedisSentinelOrSkip(context: Context, options: SentinelOptions): Promise<RedisSentinelServers> {
+  const { downAfterMs, dataPassword, sentinelPassword } = options;
   const binaries = binariesOrSkip(context);
   const masterName = 'petstore-limits';
   const dir = mkdtempSync(join(tmpdir(), 'redis-sentinel-'));
   const started: RedisServer[] = [];
   try {
-    const master = await startRedisServer(binaries.server);
+    // The replica may become the master, and the master a replica: both get both settings.
+    const data = ['--requirepass', dataPassword, '--masterauth', dataPassword, '--dir', dir];
+    const master = await startRedisServer(binaries.server, undefined, { args: data });
     started.push(master);
-    const replica = await startRedisServer(binaries.server, undefined, { args: ['--replicaof', '127.0.0.1', String(master.port)] });
+    const replica = await startRedisServer(binaries.server, undefined, { args: [...data, '--replicaof', '127.0.0.1', String(master.port)] });
     started.push(replica);
-    await waitFor(orFalse(async () => /^master_link_status:up/m.test(await withClient(replica.port, (client) => client.info('replication')))), SETTLE_TIMEOUT_MS);
+    await waitFor(
+      orFalse(async () => /^master_link_status:up/m.test(await withClient(replica.port, (client) => client.info('replication'), dataPassword))),
+      SETTLE_TIMEOUT_MS,
+    );
     const sentinels: RedisServer[] = [];
     for (let i = 0; i < 3; i += 1) {
       const configFile = join(dir, `sentinel-${i}.conf`);
@@ -123,7 +139,10 @@ export async function startRedisSentinelOrSkip(context: Context, downAfterMs: nu
         configFile,
         [
           `dir ${dir}`,
+          `requirepass ${sentinelPassword}`,
+          `sentinel sentinel-pass ${sentinelPassword}`,
           `sentinel monitor ${masterName} 127.0.0.1 ${master.port} 2`,
+          `sentinel auth-pass ${masterName} ${dataPassword}`,
           `sentinel down-after-milliseconds ${masterName} ${downAfterMs}`,
           `sentinel failover-timeout ${masterName} ${Math.max(downAfterMs * 4, 2000)}`,
           `sentinel parallel-syncs ${masterName} 1`,
@@ -136,7 +155,9 @@ export async function startRedisSentinelOrSkip(context: Context, downAfterMs: nu
     }
     await waitFor(orFalse(async () => {
       const views = await Promise.all(
-        sentinels.map((sentinel) => withClient(sentinel.port, async (client) => fields((await client.call('SENTINEL', 'MASTER', masterName)) as string[]))),
+        sentinels.map((sentinel) =>
+          withClient(sentinel.port, async (client) => fields((await client.call('SENTINEL', 'MASTER', masterName)) as string[]), sentinelPassword),
+        ),
       );
       return views.every((view) => view.get('num-other-sentinels') === '2' && view.get('num-slaves') === '1');
     }), SETTLE_TIMEOUT_MS);
@@ -147,7 +168,11 @@ export async function startRedisSentinelOrSkip(context: Context, downAfterMs: nu
       sentinelList: sentinels.map((sentinel) => `127.0.0.1:${sentinel.port}`).join(','),
       masterName,
       async masterPort() {
-        const [, port] = (await withClient(sentinels[0]!.port, (client) => client.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', masterName))) as [string, string];
+        const [, port] = (await withClient(
+          sentinels[0]!.port,
+          (client) => client.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', masterName),
+          sentinelPassword,
+        )) as [string, string];
         return Number(port);
       },
       async stop() {
