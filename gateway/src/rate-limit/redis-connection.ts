@@ -54,6 +54,9 @@ export function connectRedis(options: RedisConnectionOptions): RedisClient {
           enableOfflineQueue: false,
           clusterRetryStrategy: reconnectDelay,
           slotsRefreshTimeout: Math.max(commandTimeoutMs, 1000),
+          // With TLS the nodes are dialled by the names they are known by, not the addresses those
+          // resolve to: a managed cluster's certificates name hosts, and an address fails the check.
+          ...(target.tls ? { dnsLookup: (address: string, callback: (error: null, address: string) => void) => callback(null, address) } : {}),
           redisOptions: {
             commandTimeout: commandTimeoutMs,
             maxRetriesPerRequest: 1,
