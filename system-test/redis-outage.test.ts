@@ -1,62 +1,13 @@
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
-import { expectWithinContract, fetchWithinContract } from './support/openapi-validator';
+import { fetchWithinContract } from './support/openapi-validator';
 import { findRedisServer, freePort, type RedisServer, startRedisOrSkip, startRedisServer } from './support/redis-server';
 import { burstWithinOneMinute, replicaSecret, type ReplicaSet, startReplicaSet } from './support/replica-set';
 import type { ServiceProcess } from './support/service-process';
+import { Traffic } from './support/traffic';
 
 const FALLBACK = /Redis unavailable, counting in memory/;
 const RECOVERY = /Redis is back/;
-
-/**
- * Requests from `workers` loops over every gateway until stopped; records every outcome, and as a
- * failure every response the OpenAPI document does not allow.
- */
-class Traffic {
-  readonly statuses: number[] = [];
-  readonly failures: string[] = [];
-  slowest = 0;
-  private running = true;
-  private readonly loops: Promise<void>[];
-
-  constructor(urls: readonly string[], keyId: string, workers: number) {
-    this.loops = Array.from({ length: workers }, (_, worker) => this.loop(urls[worker % urls.length]!, keyId));
-  }
-
-  private async loop(url: string, keyId: string): Promise<void> {
-    while (this.running) {
-      const started = performance.now();
-      try {
-        const target = `${url}/v1/pets?limit=1`;
-        const response = await fetch(target, {
-          headers: { Authorization: `Bearer ${replicaSecret(keyId)}` },
-          signal: AbortSignal.timeout(5000),
-        });
-        const text = await response.text();
-        this.statuses.push(response.status);
-        expectWithinContract('GET', target, { status: response.status, headers: response.headers, text });
-      } catch (error) {
-        this.failures.push((error as Error).message);
-      }
-      this.slowest = Math.max(this.slowest, performance.now() - started);
-    }
-  }
-
-  /** Resolves once `more` further responses have arrived (bounded by `timeoutMs`). */
-  async waitFor(more: number, timeoutMs = 15_000): Promise<void> {
-    const target = this.statuses.length + more;
-    const deadline = Date.now() + timeoutMs;
-    while (this.statuses.length < target) {
-      if (Date.now() > deadline) throw new Error(`only ${this.statuses.length} of ${target} responses`);
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-  }
-
-  async stop(): Promise<void> {
-    this.running = false;
-    await Promise.all(this.loops);
-  }
-}
 
 /** Resolves once `gateway` has printed a line matching `pattern` (bounded). */
 async function logged(gateway: ServiceProcess, pattern: RegExp, timeoutMs = 15_000): Promise<void> {

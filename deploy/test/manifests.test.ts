@@ -96,6 +96,19 @@ describe('deploy/ manifests', function () {
       expect(pod('production', 'mongodb').affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution).to.have.length(1);
     });
 
+    it('runs a Redis that survives losing a node: three members with Sentinels on distinct nodes, the gateways following them', () => {
+      const redis = (overlay: Overlay) => rendered[overlay].find((o: any) => o.metadata.name === 'redis' && (o.kind === 'Deployment' || o.kind === 'StatefulSet')) as any;
+      const gatewaySettings = (overlay: Overlay) => (rendered[overlay].find((o: any) => o.kind === 'ConfigMap' && o.metadata.name.startsWith('gateway-settings')) as any).data;
+      expect(redis('staging').kind).to.equal('Deployment');
+      expect(redis('production').kind).to.equal('StatefulSet');
+      expect(redis('production').spec.replicas).to.equal(3);
+      expect(pod('production', 'redis').containers.map((c: any) => c.name)).to.deep.equal(['redis', 'sentinel']);
+      expect(pod('production', 'redis').affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey).to.equal('kubernetes.io/hostname');
+      expect(gatewaySettings('staging')).to.include.keys('REDIS_URL');
+      expect(gatewaySettings('production')).to.not.have.any.keys('REDIS_URL', 'REDIS_CLUSTER_NODES');
+      expect(gatewaySettings('production')).to.include.keys('REDIS_SENTINELS', 'REDIS_SENTINEL_MASTER');
+    });
+
     it('reports a MongoDB member ready only as a primary or a secondary, in both overlays', () => {
       for (const overlay of overlays) {
         const probe = pod(overlay, 'mongodb').containers[0].readinessProbe;
@@ -190,6 +203,9 @@ describe('deploy/ manifests', function () {
       fails(check, (o) => delete settings(o, 'gateway-settings').data.SHUTDOWN_DELAY_MS, /SHUTDOWN_DELAY_MS is not set/);
       fails(check, (o) => (settings(o, 'gateway-settings').data.GATEWAY_WORKERS = 'many'), /invalid configuration: GATEWAY_WORKERS/);
       fails(check, (o) => (settings(o, 'gateway-settings').data.CORS_ORIGINS = 'https://app.example.com/'), /invalid configuration: CORS_ORIGINS/);
+      fails(check, (o) => delete settings(o, 'gateway-settings').data.REDIS_SENTINELS, /none of REDIS_URL, REDIS_CLUSTER_NODES, REDIS_SENTINELS is set/);
+      fails(check, (o) => (settings(o, 'gateway-settings').data.REDIS_URL = 'redis://redis:6379'), /invalid configuration: REDIS_URL and REDIS_SENTINELS: set only one/);
+      fails(check, (o) => delete settings(o, 'gateway-settings').data.REDIS_SENTINEL_MASTER, /invalid configuration: REDIS_SENTINEL_MASTER: required with REDIS_SENTINELS/);
     });
 
     it('references: a missing ConfigMap, Secret key and ServiceAccount; an out-of-git Secret rendered', () => {
@@ -210,6 +226,8 @@ describe('deploy/ manifests', function () {
       fails(check, (o) => delete named(o, 'NetworkPolicy', 'mongodb').spec.ingress[0].from, /the gateway can reach mongodb's mongodb port/);
       fails(check, (o) => o.splice(o.indexOf(named(o, 'NetworkPolicy', 'mongodb')), 1), /the pet service cannot reach mongodb's mongodb port/);
       fails(check, (o) => (named(o, 'NetworkPolicy', 'redis').spec.ingress[0].from[0].podSelector.matchLabels = { 'app.kubernetes.io/name': 'pet-service' }), /the gateway cannot reach redis's redis port[\s\S]*the pet service can reach redis/);
+      fails(check, (o) => named(o, 'NetworkPolicy', 'redis').spec.ingress[0].from.pop(), /a Redis member cannot reach redis's redis port[\s\S]*a Redis member cannot reach redis's sentinel port/);
+      fails(check, (o) => named(o, 'NetworkPolicy', 'redis').spec.ingress[0].ports.pop(), /the gateway cannot reach redis's sentinel port/);
       fails(check, (o) => named(o, 'NetworkPolicy', 'pet-service').spec.ingress[0].from.pop(), /an internal client cannot reach pet-service's grpc port/);
       fails(check, (o) => delete named(o, 'NetworkPolicy', 'gateway').spec.ingress[1].from, /an unlabelled pod can reach gateway's admin port/);
       fails(check, (o) => delete named(o, 'NetworkPolicy', 'gateway').spec.ingress[0].from[0].namespaceSelector, /the ingress controller cannot reach gateway's http port/);
@@ -244,7 +262,8 @@ describe('deploy/ manifests', function () {
         },
         /runAsNonRoot is not true/,
       );
-      fails(check, (o) => (named(o, 'Deployment', 'redis').spec.template.spec.containers[0].securityContext.readOnlyRootFilesystem = false), /redis redis: root filesystem is writable/);
+      fails(check, (o) => (named(o, 'StatefulSet', 'redis').spec.template.spec.containers[1].securityContext.readOnlyRootFilesystem = false), /redis sentinel: root filesystem is writable/);
+      fails(check, (o) => delete named(o, 'StatefulSet', 'redis').spec.template.spec.containers[1].resources.limits.memory, /sentinel: no memory limit/);
       fails(check, (o) => (container(o, 'gateway').securityContext.capabilities = { drop: ['NET_RAW'] }), /capabilities are not all dropped/);
       fails(check, (o) => (container(o, 'gateway').securityContext.capabilities.add = ['NET_BIND_SERVICE']), /adds capabilities/);
       fails(check, (o) => delete container(o, 'pet-service').securityContext.allowPrivilegeEscalation, /allowPrivilegeEscalation is not false/);
@@ -259,6 +278,8 @@ describe('deploy/ manifests', function () {
       fails(check, (o) => (settings(o, 'gateway-settings').data.PET_SERVICE_ADDR = 'dns:///pet-service.petstore-staging.svc.cluster.local:50051'), /PET_SERVICE_ADDR is .*petstore-staging.*, not dns:\/\/\/pet-service.petstore.svc/);
       fails(check, (o) => delete named(o, 'Service', 'pet-service').spec.clusterIP, /not headless/);
       fails(check, (o) => (settings(o, 'gateway-settings').data.REDIS_URL = 'redis://redis:6379'), /REDIS_URL is redis:\/\/redis:6379/);
+      fails(check, (o) => (named(o, 'StatefulSet', 'redis').spec.replicas = 5), /REDIS_SENTINELS .* are not the members' Sentinels .*redis-4\.redis\.petstore\.svc\.cluster\.local:26379/);
+      fails(check, (o) => (settings(o, 'gateway-settings').data.REDIS_SENTINEL_MASTER = 'mymaster'), /REDIS_SENTINEL_MASTER is mymaster, but the Sentinels monitor petstore-limits/);
       fails(check, (o) => (named(o, 'StatefulSet', 'mongodb').spec.replicas = 5), /MONGODB_URI hosts .* are not the members .*mongodb-4/);
     });
 
@@ -273,6 +294,7 @@ describe('deploy/ manifests', function () {
       const check = 'autoscalers and disruption budgets';
       fails(check, (o) => o.splice(o.indexOf(named(o, 'HorizontalPodAutoscaler', 'gateway')), 1), /gateway: no HorizontalPodAutoscaler/);
       fails(check, (o) => o.splice(o.indexOf(named(o, 'PodDisruptionBudget', 'mongodb')), 1), /mongodb: no PodDisruptionBudget/);
+      fails(check, (o) => o.splice(o.indexOf(named(o, 'PodDisruptionBudget', 'redis')), 1), /redis: no PodDisruptionBudget/);
       const queueMetric = (o: KubeObject[]) => named(o, 'HorizontalPodAutoscaler', 'pet-service').spec.metrics.find((m: any) => m.type === 'Pods');
       fails(check, (o) => (queueMetric(o).pods.metric.name = 'pet_store_write_queue'), /pet_store_write_queue is not one the service exports/);
       fails(check, (o) => (named(o, 'HorizontalPodAutoscaler', 'pet-service').spec.metrics = [named(o, 'HorizontalPodAutoscaler', 'pet-service').spec.metrics[0]]), /does not scale on pet_store_writes_queued/);

@@ -9,7 +9,7 @@ import {
   SHUTDOWN_ENV,
   throwOnError,
 } from '@petstore/runtime';
-import { cleanEnv, EnvError, makeValidator, num, str } from 'envalid';
+import { bool, cleanEnv, EnvError, makeValidator, num, str } from 'envalid';
 import type { CorsOrigins } from './edge/cors-policy';
 
 /** Express's `trust proxy` setting: whether, or from which hops, X-Forwarded-For is believed. */
@@ -25,8 +25,8 @@ export interface GatewayConfig {
   readonly apiKeysFile: string;
   /** YAML routes proxied to HTTP upstreams; undefined: none. */
   readonly routesFile: string | undefined;
-  /** Unset: counters in this process only. */
-  readonly redisUrl: string | undefined;
+  /** Where the shared counters live; undefined: in this process only. */
+  readonly redis: RedisTarget | undefined;
   readonly redisCommandTimeoutMs: number;
   /** Longest startup wait for Redis before serving with in-memory counters. */
   readonly redisStartupWaitMs: number;
@@ -54,9 +54,55 @@ export interface GatewayConfig {
   /** On SIGTERM: readiness fails at once, the listener serves this long, then closes. */
   readonly shutdownDelayMs: number;
   readonly shutdownTimeoutMs: number;
-  /** Processes serving the public port (Node's cluster module); more than 1 needs `redisUrl`. */
+  /** Processes serving the public port (Node's cluster module); more than 1 needs `redis`. */
   readonly workers: number;
 }
+
+/** One `host:port` of a Redis Cluster seed or a Sentinel. */
+export interface RedisEndpoint {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** Credentials and TLS of the data nodes of a Cluster or a Sentinel-managed Redis. */
+export interface RedisDataAccess {
+  readonly username: string | undefined;
+  readonly password: string | undefined;
+  readonly tls: boolean;
+}
+
+/**
+ * The one Redis deployment the shared counters live on, with the variable that chose it, so every
+ * message about it can name what to change.
+ */
+export type RedisTarget =
+  | { readonly kind: 'standalone'; readonly variable: 'REDIS_URL'; readonly url: string }
+  | ({ readonly kind: 'cluster'; readonly variable: 'REDIS_CLUSTER_NODES'; readonly nodes: readonly RedisEndpoint[] } & RedisDataAccess)
+  | ({
+      readonly kind: 'sentinel';
+      readonly variable: 'REDIS_SENTINELS';
+      readonly sentinels: readonly RedisEndpoint[];
+      readonly masterName: string;
+      readonly sentinelUsername: string | undefined;
+      readonly sentinelPassword: string | undefined;
+    } & RedisDataAccess);
+
+/** The variables that each select a Redis deployment; at most one may be set. */
+export const REDIS_TARGET_VARIABLES = ['REDIS_URL', 'REDIS_CLUSTER_NODES', 'REDIS_SENTINELS'] as const;
+
+/** Empty, or a comma-separated list of `host:port` (IPv6 hosts in brackets). */
+const endpointList = makeValidator<readonly RedisEndpoint[]>((input) => {
+  const text = input.trim();
+  if (text === '') return Object.freeze([]);
+  return Object.freeze(
+    text.split(',').map((entry) => {
+      const match = /^(\[[0-9a-fA-F:.]+\]|[^\s:/[\]]+):([0-9]{1,5})$/.exec(entry.trim());
+      const port = Number(match?.[2]);
+      if (match === null || port < 1 || port > 65535) throw new EnvError(`"${entry.trim()}" is not host:port`);
+      return Object.freeze({ host: match[1]!.replace(/^\[(.*)\]$/, '$1'), port });
+    }),
+  );
+});
 
 const redisUrl = makeValidator<string>((input) => {
   if (input === '') return input;
@@ -144,7 +190,21 @@ function environmentSpec(defaultKeysFile: string) {
     PET_SERVICE_TIMEOUT_MS: num({ default: 2000, desc: 'Deadline of every call to the pet service' }),
     API_KEYS_FILE: str({ default: defaultKeysFile, desc: 'YAML or JSON keys file' }),
     ROUTES_FILE: str({ default: '', desc: 'YAML routes proxied to HTTP upstreams (docs/routes.md); empty: none' }),
-    REDIS_URL: redisUrl({ default: '', desc: 'Shared rate-limit counters; empty keeps them in this process' }),
+    REDIS_URL: redisUrl({ default: '', desc: 'Shared rate-limit counters on one Redis; empty keeps them in this process' }),
+    REDIS_CLUSTER_NODES: endpointList({
+      default: Object.freeze([]),
+      desc: 'Comma-separated host:port seeds of a Redis Cluster holding the shared counters (instead of REDIS_URL)',
+    }),
+    REDIS_SENTINELS: endpointList({
+      default: Object.freeze([]),
+      desc: 'Comma-separated host:port of the Sentinels of a Redis holding the shared counters (instead of REDIS_URL)',
+    }),
+    REDIS_SENTINEL_MASTER: str({ default: '', desc: 'Name the Sentinels monitor the master under; required with REDIS_SENTINELS' }),
+    REDIS_USERNAME: str({ default: '', desc: 'ACL user of the Cluster or Sentinel-managed data nodes (REDIS_URL carries its own)' }),
+    REDIS_PASSWORD: str({ default: '', desc: 'Password of the Cluster or Sentinel-managed data nodes (REDIS_URL carries its own)' }),
+    REDIS_TLS: bool({ default: false, desc: 'TLS to the Cluster nodes, or to the Sentinels and their Redis (REDIS_URL says rediss://)' }),
+    REDIS_SENTINEL_USERNAME: str({ default: '', desc: 'ACL user of the Sentinels, when they require one' }),
+    REDIS_SENTINEL_PASSWORD: str({ default: '', desc: 'Password of the Sentinels, when they require one' }),
     REDIS_COMMAND_TIMEOUT_MS: positiveInteger({ default: 200, desc: 'Longest wait for Redis before a request falls back' }),
     REDIS_STARTUP_WAIT_MS: num({ default: 3000, desc: 'Longest startup wait for Redis; then serve with the fallback' }),
     BAN_THRESHOLD: positiveInteger({ default: 10, desc: 'Requests tolerated while limited before a ban' }),
@@ -175,8 +235,61 @@ function environmentSpec(defaultKeysFile: string) {
     MAX_CONNECTIONS: positiveInteger({ default: 4096, desc: 'Connections to the public port beyond this are closed as they arrive' }),
     ...LOGGING_ENV,
     ...SHUTDOWN_ENV,
-    GATEWAY_WORKERS: positiveInteger({ default: 1, desc: 'Worker processes sharing the public port; more than 1 needs REDIS_URL' }),
+    GATEWAY_WORKERS: positiveInteger({ default: 1, desc: 'Worker processes sharing the public port; more than 1 needs a shared Redis' }),
   };
+}
+
+type ParsedEnvironment = ReturnType<typeof cleanEnv<ReturnType<typeof environmentSpec>>>;
+
+/**
+ * The Redis deployment the variables select. Exactly one of {@link REDIS_TARGET_VARIABLES} may be
+ * set; the credentials and TLS variables of one deployment are refused beside another, where they
+ * would be silently ignored.
+ */
+function redisTarget(parsed: ParsedEnvironment): RedisTarget | undefined {
+  const set = REDIS_TARGET_VARIABLES.filter((name) => parsed[name].length > 0);
+  if (set.length > 1) {
+    throw new ConfigError(`${set.join(' and ')}: set only one; each selects a different Redis deployment (docs/rate-limits.md#redis-topologies)`);
+  }
+  const [selected] = set;
+  const orphan = (names: ReadonlyArray<keyof ParsedEnvironment>, needs: string): void => {
+    // A string variable is set when not empty; REDIS_TLS, the one flag, when true.
+    const name = names.find((candidate) => parsed[candidate] !== '' && parsed[candidate] !== false);
+    if (name !== undefined) throw new ConfigError(`${String(name)}: applies only with ${needs}`);
+  };
+  if (selected !== 'REDIS_SENTINELS') {
+    orphan(['REDIS_SENTINEL_MASTER', 'REDIS_SENTINEL_USERNAME', 'REDIS_SENTINEL_PASSWORD'], 'REDIS_SENTINELS');
+  }
+  if (selected === undefined || selected === 'REDIS_URL') {
+    orphan(
+      ['REDIS_USERNAME', 'REDIS_PASSWORD', 'REDIS_TLS'],
+      selected === undefined ? 'REDIS_CLUSTER_NODES or REDIS_SENTINELS' : 'REDIS_CLUSTER_NODES or REDIS_SENTINELS; REDIS_URL carries its own (rediss://user:password@host)',
+    );
+  }
+  const access: RedisDataAccess = {
+    username: parsed.REDIS_USERNAME === '' ? undefined : parsed.REDIS_USERNAME,
+    password: parsed.REDIS_PASSWORD === '' ? undefined : parsed.REDIS_PASSWORD,
+    tls: parsed.REDIS_TLS,
+  };
+  switch (selected) {
+    case undefined:
+      return undefined;
+    case 'REDIS_URL':
+      return Object.freeze({ kind: 'standalone', variable: selected, url: parsed.REDIS_URL });
+    case 'REDIS_CLUSTER_NODES':
+      return Object.freeze({ kind: 'cluster', variable: selected, nodes: parsed.REDIS_CLUSTER_NODES, ...access });
+    case 'REDIS_SENTINELS':
+      if (parsed.REDIS_SENTINEL_MASTER === '') throw new ConfigError('REDIS_SENTINEL_MASTER: required with REDIS_SENTINELS (the name the Sentinels monitor)');
+      return Object.freeze({
+        kind: 'sentinel',
+        variable: selected,
+        sentinels: parsed.REDIS_SENTINELS,
+        masterName: parsed.REDIS_SENTINEL_MASTER,
+        sentinelUsername: parsed.REDIS_SENTINEL_USERNAME === '' ? undefined : parsed.REDIS_SENTINEL_USERNAME,
+        sentinelPassword: parsed.REDIS_SENTINEL_PASSWORD === '' ? undefined : parsed.REDIS_SENTINEL_PASSWORD,
+        ...access,
+      });
+  }
 }
 
 /** Every environment variable the gateway reads (deployment manifests are checked against it). */
@@ -198,9 +311,12 @@ export function parseConfig(
     throw new ConfigError('HTTP_REQUEST_TIMEOUT_MS: must not be below HTTP_HEADERS_TIMEOUT_MS');
   }
   if (parsed.GATEWAY_WORKERS > 64) throw new ConfigError('GATEWAY_WORKERS: must be at most 64');
-  if (parsed.GATEWAY_WORKERS > 1 && parsed.REDIS_URL === '') {
+  const redis = redisTarget(parsed);
+  if (parsed.GATEWAY_WORKERS > 1 && redis === undefined) {
     // Each worker would keep its own counters: a key could make N times its plan's requests.
-    throw new ConfigError('GATEWAY_WORKERS: more than 1 needs REDIS_URL, so that every worker counts against the same limits');
+    throw new ConfigError(
+      'GATEWAY_WORKERS: more than 1 needs REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS, so that every worker counts against the same limits',
+    );
   }
   checkLogPretty(parsed.LOG_PRETTY, env, prettyAvailable);
   return Object.freeze({
@@ -210,7 +326,7 @@ export function parseConfig(
     petServiceTimeoutMs: parsed.PET_SERVICE_TIMEOUT_MS,
     apiKeysFile: parsed.API_KEYS_FILE,
     routesFile: parsed.ROUTES_FILE === '' ? undefined : parsed.ROUTES_FILE,
-    redisUrl: parsed.REDIS_URL === '' ? undefined : parsed.REDIS_URL,
+    redis,
     redisCommandTimeoutMs: parsed.REDIS_COMMAND_TIMEOUT_MS,
     redisStartupWaitMs: parsed.REDIS_STARTUP_WAIT_MS,
     banThreshold: parsed.BAN_THRESHOLD,

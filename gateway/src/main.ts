@@ -1,6 +1,6 @@
 import cluster from 'node:cluster';
 import { join } from 'node:path';
-import { createLogger, flushThenExit, installCrashHandlers, shutdownOnSignal } from '@petstore/runtime';
+import { ConfigError, createLogger, flushThenExit, installCrashHandlers, shutdownOnSignal } from '@petstore/runtime';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { type AdminAppOptions, createAdminApp } from './admin/admin-app';
@@ -16,7 +16,8 @@ import { createMetrics, type GatewayMetrics } from './observability/metrics';
 import { createPetClient, type PetClient } from './pet-service-client/pet-client';
 import type { RateLimiter } from './rate-limit/rate-limiter';
 import { petServiceHealthCheck, type ReadinessCheck } from './pet-service-client/readiness';
-import { connectRedis, waitUntilReady } from './rate-limit/redis-connection';
+import { checkAtStartup, connectRedis } from './rate-limit/redis-connection';
+import { createMisconfigurationMonitor } from './rate-limit/redis-misconfiguration';
 import { RedisRateLimiter } from './rate-limit/redis-rate-limiter';
 import { startWorkerPool } from './cluster/worker-pool';
 import { loadRoutesFile, type ProxyRoute } from './upstream/routes-file';
@@ -43,14 +44,29 @@ interface Limiter {
   readonly redisCheck?: ReadinessCheck;
 }
 
-/** In-memory counters, or Redis with them as the outage fallback. Waits a bounded time for Redis. */
+/**
+ * In-memory counters, or Redis with them as the outage fallback. Waits a bounded time for Redis; a
+ * Redis that answers but cannot hold the counters (see redis-misconfiguration.ts) is a start-up
+ * {@link ConfigError}, and at run time is logged, counted and shown by /readyz.
+ */
 async function createLimiter(config: GatewayConfig, logger: Logger, metrics?: GatewayMetrics): Promise<Limiter> {
   const memory = new MemoryRateLimiter({ now: Date.now, maxAddresses: config.unauthenticatedMaxAddresses });
   metrics?.countAddressBucketsWith(() => memory.addressBuckets);
   metrics?.rateLimiterFallback.set(0);
-  if (config.redisUrl === undefined) return { limiter: memory };
-  const redis = connectRedis({ url: config.redisUrl, commandTimeoutMs: config.redisCommandTimeoutMs });
-  if (!(await waitUntilReady(redis, config.redisStartupWaitMs))) {
+  if (config.redis === undefined) return { limiter: memory };
+  const target = config.redis;
+  const monitor = createMisconfigurationMonitor(target, {
+    log: (problem, occurrences) => logger.error({ occurrences }, `rate limiter: limits are per replica until Redis is reconfigured: ${problem}`),
+    count: () => metrics?.rateLimiterRedisMisconfigurations.inc(),
+    now: () => performance.now(),
+  });
+  const redis = connectRedis({ target, commandTimeoutMs: config.redisCommandTimeoutMs, onError: (error) => monitor.report(error) });
+  const startup = await checkAtStartup(redis, target, config.redisStartupWaitMs);
+  if (startup.state === 'misconfigured') {
+    redis.disconnect();
+    throw new ConfigError(startup.problem);
+  }
+  if (startup.state === 'unreachable') {
     logger.warn({ waitedMs: config.redisStartupWaitMs }, 'Redis not ready at startup; serving with in-memory counters until it is');
   }
   const limiter = new FallbackRateLimiter({
@@ -58,12 +74,15 @@ async function createLimiter(config: GatewayConfig, logger: Logger, metrics?: Ga
     fallback: memory,
     log: ({ msg, usingFallback, error }) => {
       metrics?.rateLimiterFallback.set(usingFallback ? 1 : 0);
+      if (!usingFallback) monitor.clear();
       logger.warn({ error }, msg);
     },
+    onError: (error) => monitor.report(error),
   });
   return {
     limiter,
     redisCheck: async () => {
+      if (monitor.problem !== undefined) throw new Error(`misconfigured, counting in memory on this replica: ${monitor.problem}`);
       if (redis.status !== 'ready' || limiter.usingFallback) throw new Error('degraded: counting in memory on this replica');
     },
   };
@@ -162,7 +181,8 @@ async function listenAdmin(config: GatewayConfig, logger: Logger, port: number, 
       port,
       adminPort: adminServer.port,
       petService: config.petServiceAddress,
-      rateLimitStore: config.redisUrl === undefined ? 'memory' : 'redis',
+      rateLimitStore: config.redis === undefined ? 'memory' : 'redis',
+      ...(config.redis === undefined ? {} : { redisTopology: config.redis.kind }),
       workers: config.workers,
     },
     'gateway listening',
@@ -232,6 +252,12 @@ const logger = createLogger({
 installCrashHandlers(logger);
 const main = settings.config.workers > 1 && cluster.isPrimary ? supervise : serve;
 main(settings, logger).catch((error: unknown) => {
+  if (error instanceof ConfigError) {
+    // The same one line as a bad variable: what to change, not a stack.
+    console.error(error.message);
+    flushThenExit(logger, 1);
+    return;
+  }
   logger.fatal({ err: error }, 'gateway failed to start');
   flushThenExit(logger, 1);
 });

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
 import type { Context } from 'mocha';
 import { findExecutable, pendingOrRequired } from './executables';
 import { stopChild } from './service-process';
@@ -35,14 +36,24 @@ export async function startRedisOrSkip(context: Context): Promise<RedisServer> {
   return startRedisServer(binary);
 }
 
+/** How to run redis-server beyond a private, unpersisted server on a loopback port. */
+export interface RedisServerOptions {
+  /** A configuration file, read first (Sentinel needs one it can write to). */
+  readonly configFile?: string;
+  /** More arguments, after the defaults, e.g. `['--cluster-enabled', 'yes']` or `['--sentinel']`. */
+  readonly args?: readonly string[];
+  /** What it prints once it serves; default Redis's `Ready to accept connections` (a Sentinel prints none). */
+  readonly readyText?: string;
+}
+
 /** Starts redis-server on `port` or a free loopback port and resolves once it answers PING. */
-export async function startRedisServer(binary: string, port?: number): Promise<RedisServer> {
+export async function startRedisServer(binary: string, port?: number, options: RedisServerOptions = {}): Promise<RedisServer> {
   let lastError: unknown;
   // The free port is found by binding and releasing it; another process could take it meanwhile.
   for (let attempt = 0; attempt < (port === undefined ? 3 : 1); attempt += 1) {
     const listenPort = port ?? (await freePort());
     try {
-      let child = await launch(binary, listenPort);
+      let child = await launch(binary, listenPort, options);
       return {
         port: listenPort,
         url: `redis://127.0.0.1:${listenPort}`,
@@ -54,7 +65,7 @@ export async function startRedisServer(binary: string, port?: number): Promise<R
         },
         async restart() {
           await stopChild(child);
-          child = await launch(binary, listenPort);
+          child = await launch(binary, listenPort, options);
         },
       };
     } catch (error) {
@@ -64,11 +75,18 @@ export async function startRedisServer(binary: string, port?: number): Promise<R
   throw lastError;
 }
 
-async function launch(binary: string, port: number): Promise<ChildProcess> {
+async function launch(binary: string, port: number, options: RedisServerOptions): Promise<ChildProcess> {
+  const readyText = options.readyText ?? 'Ready to accept connections';
+  // Nothing is saved, but a replica writes the snapshot it receives to its directory: the
+  // working directory unless told otherwise, which would be the repository.
   const child = spawn(
     binary,
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
+    [
+      ...(options.configFile === undefined ? [] : [options.configFile]),
+      ...['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'],
+      ...(options.args ?? []),
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'], cwd: tmpdir() },
   );
   let output = '';
   await new Promise<void>((resolve, reject) => {
@@ -82,7 +100,7 @@ async function launch(binary: string, port: number): Promise<ChildProcess> {
     child.once('exit', onExit);
     child.stdout!.on('data', (chunk: Buffer) => {
       output += chunk.toString();
-      if (!output.includes('Ready to accept connections')) return;
+      if (!output.includes(readyText)) return;
       child.stdout!.removeAllListeners('data');
       child.stdout!.resume();
       clearTimeout(timer);
@@ -91,7 +109,12 @@ async function launch(binary: string, port: number): Promise<ChildProcess> {
     });
   });
   child.stderr!.resume();
-  await ping(port);
+  try {
+    await ping(port);
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
   return child;
 }
 
@@ -103,7 +126,8 @@ function ping(port: number): Promise<void> {
     socket.connect(port, '127.0.0.1', () => socket.write('PING\r\n'));
     socket.once('data', (data) => {
       socket.end();
-      if (data.toString().startsWith('+PONG')) resolve();
+      // A server with a password answers NOAUTH: it serves all the same.
+      if (/^(\+PONG|-NOAUTH)/.test(data.toString())) resolve();
       else reject(new Error(`unexpected PING reply: ${data.toString()}`));
     });
   });

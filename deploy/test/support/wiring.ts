@@ -24,8 +24,11 @@ export interface Workload {
 /** What the checks know about each of the two services, keyed by container name. */
 interface ServiceFacts {
   readonly variables: readonly string[];
-  /** Settings whose default is wrong in a cluster, so the manifests must set them. */
-  readonly required: readonly string[];
+  /**
+   * Settings whose default is wrong in a cluster, so the manifests must set them; a list is
+   * alternatives, of which one must be set (not empty).
+   */
+  readonly required: readonly (string | readonly string[])[];
   /** Parses the settings as the service does at start-up; throws on a bad one. */
   parse(env: Record<string, string>): { shutdownTimeoutMs: number; shutdownDelayMs: number; adminPort: number; port: number };
   /** Which setting each named container port must equal. */
@@ -36,7 +39,7 @@ export const SERVICES: Record<string, ServiceFacts> = {
   gateway: {
     variables: GATEWAY_VARIABLES,
     // The defaults: localhost, the demo keys, counters per process, no proxy, no drain pause.
-    required: ['PET_SERVICE_ADDR', 'API_KEYS_FILE', 'REDIS_URL', 'SHUTDOWN_DELAY_MS'],
+    required: ['PET_SERVICE_ADDR', 'API_KEYS_FILE', ['REDIS_URL', 'REDIS_CLUSTER_NODES', 'REDIS_SENTINELS'], 'SHUTDOWN_DELAY_MS'],
     parse: (env) => parseGatewayConfig(env, ''),
     portNames: { http: 'port', admin: 'adminPort' },
   },
@@ -247,7 +250,11 @@ export function checkEnvironment(objects: readonly KubeObject[]): string[] {
       if (!facts.variables.includes(name)) problems.push(`${where}: ${name} is set, but ${container.name} does not read it`);
     }
     for (const name of facts.required) {
-      if (env[name] === undefined) problems.push(`${where}: ${name} is not set, and its default is not safe in a cluster`);
+      if (typeof name === 'string') {
+        if (env[name] === undefined) problems.push(`${where}: ${name} is not set, and its default is not safe in a cluster`);
+      } else if (!name.some((alternative) => (env[alternative] ?? '') !== '')) {
+        problems.push(`${where}: none of ${name.join(', ')} is set, and the default is not safe in a cluster`);
+      }
     }
     try {
       facts.parse(env);
@@ -375,6 +382,15 @@ export function checkNetworkPolicies(objects: readonly KubeObject[]): string[] {
     ['an unlabelled pod', stranger, petService, 'admin', false],
     ['the ingress controller', ingress, gateway, 'admin', false],
   ];
+  if ((redis.pod.containers ?? []).some((c: any) => (c.ports ?? []).some((p: any) => p.name === 'sentinel'))) {
+    expectations.push(
+      ['the gateway', pod(gateway), redis, 'sentinel', true],
+      ['a Redis member', pod(redis), redis, 'redis', true],
+      ['a Redis member', pod(redis), redis, 'sentinel', true],
+      ['the pet service', pod(petService), redis, 'sentinel', false],
+      ['an unlabelled pod', stranger, redis, 'sentinel', false],
+    );
+  }
   for (const [who, from, to, port, expected] of expectations) {
     if (allowed(objects, from, to, port) !== expected) {
       problems.push(`${who} ${expected ? 'cannot' : 'can'} reach ${to.name}'s ${port} port`);
@@ -484,8 +500,9 @@ export function checkContainers(objects: readonly KubeObject[], heap: Record<str
 
 /**
  * The addresses in the settings name the in-cluster Services: PET_SERVICE_ADDR the headless pet
- * service (dns:/// for per-call balancing), REDIS_URL the Redis Service, MONGODB_URI every member
- * of the MongoDB StatefulSet, all in the pods' own namespace.
+ * service (dns:/// for per-call balancing), REDIS_URL the Redis Service, REDIS_SENTINELS every
+ * member of the Redis StatefulSet at its Sentinel port and REDIS_SENTINEL_MASTER the name they
+ * monitor, MONGODB_URI every member of the MongoDB StatefulSet, all in the pods' own namespace.
  */
 export function checkAddresses(objects: readonly KubeObject[]): string[] {
   const problems: string[] = [];
@@ -510,6 +527,16 @@ export function checkAddresses(objects: readonly KubeObject[]): string[] {
       const { service } = serviceFor('redis', ns);
       const wanted = `redis://${service?.metadata.name}.${ns}.svc.cluster.local:${service?.spec.ports?.[0]?.port}`;
       if (env.REDIS_URL !== wanted) problems.push(`${where}: REDIS_URL is ${env.REDIS_URL}, not ${wanted}`);
+    }
+    if ((env.REDIS_SENTINELS ?? '') !== '') {
+      const { workload: redis, service } = serviceFor('redis', ns);
+      const sentinel = (redis?.pod.containers ?? []).find((c: any) => (c.ports ?? []).some((p: any) => p.name === 'sentinel'));
+      const port = service?.spec.ports?.find((p: any) => p.targetPort === 'sentinel')?.port;
+      const members = Array.from({ length: Number(redis?.object.spec.replicas ?? 0) }, (_, i) => `redis-${i}.${redis?.object.spec.serviceName}.${ns}.svc.cluster.local:${port}`);
+      if (redis?.kind !== 'StatefulSet' || sentinel === undefined) problems.push(`${where}: REDIS_SENTINELS is set, but no Redis StatefulSet runs Sentinels`);
+      else if (env.REDIS_SENTINELS !== members.join(',')) problems.push(`${where}: REDIS_SENTINELS ${env.REDIS_SENTINELS} are not the members' Sentinels ${members.join(',')}`);
+      const monitored = sentinel?.env?.find((e: any) => e.name === 'MASTER_NAME')?.value;
+      if (env.REDIS_SENTINEL_MASTER !== monitored) problems.push(`${where}: REDIS_SENTINEL_MASTER is ${env.REDIS_SENTINEL_MASTER}, but the Sentinels monitor ${monitored}`);
     }
     if (env.MONGODB_URI !== undefined) {
       const { workload: mongodb, service } = serviceFor('mongodb', ns);
@@ -550,7 +577,7 @@ const PET_SERVICE_WRITE_QUEUE = 'pet_store_writes_queued';
 
 /**
  * Autoscalers for both services, the pet service's on its write queue too, every Pods metric one
- * the service exports; disruption budgets for both services and for MongoDB.
+ * the service exports; disruption budgets for both services, for MongoDB and for a replicated Redis.
  */
 export function checkAvailability(objects: readonly KubeObject[]): string[] {
   const problems: string[] = [];
@@ -572,7 +599,9 @@ export function checkAvailability(objects: readonly KubeObject[]): string[] {
       problems.push(`${name}: the autoscaler does not scale on ${PET_SERVICE_WRITE_QUEUE}, which rises under a write burst where CPU does not`);
     }
   }
-  for (const name of ['gateway', 'pet-service', 'mongodb']) {
+  // Redis needs one only where it is replicated (production's Sentinel-managed set).
+  const replicatedRedis = all.some((w) => w.name === 'redis' && Number(w.object.spec.replicas ?? 1) > 1);
+  for (const name of ['gateway', 'pet-service', 'mongodb', ...(replicatedRedis ? ['redis'] : [])]) {
     const workload = all.find((w) => w.name === name);
     if (workload === undefined || !(objects as any[]).some((o) => o.kind === 'PodDisruptionBudget' && selects(o.spec.selector, workload.labels))) {
       problems.push(`${name}: no PodDisruptionBudget`);

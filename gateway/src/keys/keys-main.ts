@@ -1,28 +1,37 @@
 /**
  * `npm run keys -- <command>`: the API key lifecycle on the keys file (`API_KEYS_FILE`), and
- * `unban`, which lifts a key's temporary ban in the shared Redis store (`REDIS_URL`); every replica
+ * `unban`, which lifts a key's temporary ban in the shared Redis store (`REDIS_URL`,
+ * `REDIS_CLUSTER_NODES` or `REDIS_SENTINELS`, as the gateway reads them); every replica
  * notices within a second (see BanCache). With in-memory counters there is nothing shared: use
  * `DELETE /admin/bans/<keyId>` on that gateway's admin port instead. `npm run unban -- <keyId>`
  * is kept as an alias of `unban --id`.
  */
 import { type GatewayConfig, parseConfig } from '../config';
 import { keySubject } from '../rate-limit/rate-limit-policy';
-import { connectRedis, waitUntilReady } from '../rate-limit/redis-connection';
+import { checkAtStartup, connectRedis } from '../rate-limit/redis-connection';
 import { RedisRateLimiter } from '../rate-limit/redis-rate-limiter';
 import { runKeysCli } from './keys-cli';
 
 const CONNECT_WAIT_MS = 5000;
 
 async function unban(config: GatewayConfig, keyId: string): Promise<number> {
-  if (config.redisUrl === undefined) {
-    console.error('REDIS_URL is not set; with in-memory counters use DELETE /admin/bans/<keyId> on the admin port');
+  const target = config.redis;
+  if (target === undefined) {
+    console.error(
+      'REDIS_URL is not set (nor REDIS_CLUSTER_NODES, REDIS_SENTINELS); with in-memory counters use DELETE /admin/bans/<keyId> on the admin port',
+    );
     return 1;
   }
-  const redis = connectRedis({ url: config.redisUrl, commandTimeoutMs: config.redisCommandTimeoutMs });
+  const redis = connectRedis({ target, commandTimeoutMs: config.redisCommandTimeoutMs });
   const limiter = new RedisRateLimiter({ redis, now: Date.now });
   try {
-    if (!(await waitUntilReady(redis, CONNECT_WAIT_MS))) {
-      console.error(`REDIS_URL: no connection within ${CONNECT_WAIT_MS} ms`);
+    const startup = await checkAtStartup(redis, target, CONNECT_WAIT_MS);
+    if (startup.state === 'misconfigured') {
+      console.error(startup.problem);
+      return 1;
+    }
+    if (startup.state === 'unreachable') {
+      console.error(`${target.variable}: no connection within ${CONNECT_WAIT_MS} ms`);
       return 1;
     }
     const lifted = await limiter.unban(keySubject(keyId));

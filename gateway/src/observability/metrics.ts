@@ -8,6 +8,11 @@ export interface GatewayMetrics {
   readonly rateLimitDecisions: Counter<'plan' | 'outcome'>;
   /** 1 while the limiter runs on its in-memory fallback because Redis is unreachable. */
   readonly rateLimiterFallback: Gauge;
+  /**
+   * Answers of Redis that waiting will not fix (wrong kind of server, a replica, refused
+   * credentials or commands): the limits are not shared until the configuration changes.
+   */
+  readonly rateLimiterRedisMisconfigurations: Counter;
   /** Per-IP buckets the in-memory limiter holds in the current minute, read at every scrape. */
   readonly rateLimiterAddressBuckets: Gauge;
   /** Names where {@link GatewayMetrics.rateLimiterAddressBuckets} is read; 0 until called. */
@@ -54,6 +59,11 @@ export function createMetrics(): GatewayMetrics {
       help: '1 while limits are kept in memory because Redis is unreachable, else 0.',
       // With GATEWAY_WORKERS the primary combines the workers' values: 1 if any worker falls back.
       aggregator: 'max',
+      registers,
+    }),
+    rateLimiterRedisMisconfigurations: new Counter({
+      name: 'rate_limiter_redis_misconfigurations_total',
+      help: 'Errors from Redis that mean its configuration is wrong (MOVED on REDIS_URL, READONLY, unknown command, refused credentials); limits are per replica meanwhile.',
       registers,
     }),
     rateLimiterAddressBuckets: new Gauge({

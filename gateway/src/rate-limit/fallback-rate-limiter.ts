@@ -18,6 +18,11 @@ export interface FallbackRateLimiterOptions {
   readonly fallback: RateLimiter;
   readonly log: (event: FallbackEvent) => void;
   /**
+   * Told of every error of the shared store (the log has only the first of an outage), so that one
+   * that waiting will not fix can be told from an outage and counted.
+   */
+  readonly onError?: (error: Error) => void;
+  /**
    * After a failed call, how long requests skip the primary: a hanging Redis keeps its connection
    * "ready", and without this pause every request would wait out the command timeout. Default 1000.
    */
@@ -39,6 +44,7 @@ export class FallbackRateLimiter implements RateLimiter {
   private readonly primary: SharedRateLimiter;
   private readonly fallback: RateLimiter;
   private readonly log: (event: FallbackEvent) => void;
+  private readonly onError: (error: Error) => void;
   private readonly pauseAfterErrorMs: number;
   private readonly monotonicNow: () => number;
   private degraded = false;
@@ -48,6 +54,7 @@ export class FallbackRateLimiter implements RateLimiter {
     this.primary = options.primary;
     this.fallback = options.fallback;
     this.log = options.log;
+    this.onError = options.onError ?? (() => undefined);
     this.pauseAfterErrorMs = options.pauseAfterErrorMs ?? 1000;
     this.monotonicNow = options.monotonicNow ?? (() => performance.now());
   }
@@ -67,6 +74,7 @@ export class FallbackRateLimiter implements RateLimiter {
         return decision;
       } catch (error) {
         this.pausedUntil = this.monotonicNow() + this.pauseAfterErrorMs;
+        this.onError(error as Error);
         this.degrade((error as Error).message);
       }
     }

@@ -1,6 +1,6 @@
-import type { Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { BanCache } from './ban-cache';
+import { closeRedis, type RedisClient } from './redis-connection';
 import { RATE_LIMIT_LUA, SCRIPT_BANNED, SCRIPT_LIMITED } from './rate-limit-script';
 import {
   banned,
@@ -15,17 +15,16 @@ import {
 import { createWindowBucket, isSingleWindow, type WindowBucket } from './window-bucket';
 
 export interface RedisRateLimiterOptions {
-  /** Taken over: {@link RedisRateLimiter.close} quits it. */
-  readonly redis: Redis;
+  /** One Redis, a Sentinel-managed one or a Cluster. Taken over: {@link RedisRateLimiter.close} quits it. */
+  readonly redis: RedisClient;
   /** Milliseconds since the epoch; passed to the script so every replica and test agrees. */
   readonly now: () => number;
   /** How long a cached ban answers without Redis. Default 1000 ms. */
   readonly banRecheckMs?: number;
 }
 
-interface ScriptedRedis {
-  rateLimit(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
-}
+/** The script, defined once per number of keys (see {@link scriptFor}). */
+type ScriptedRedis = Record<string, (...keysAndArgs: (string | number)[]) => Promise<number[]>>;
 
 /** Counters outlive their window by this much, so a replica whose clock lags a little still finds them. */
 const EXPIRY_SLACK_MS = 60_000;
@@ -37,22 +36,22 @@ function banKey(subject: string): string {
 
 /**
  * Counters shared by every gateway replica, one script per request (EVALSHA, which ioredis
- * auto-pipelines with the other requests in flight): the per-IP bucket is rate-limiter-flexible's
- * RateLimiterRedis; the key policy is this gateway's own script ({@link RATE_LIMIT_LUA}), because
- * the library cannot spend two windows in one step (see docs/rate-limiter.md). Bans are cached per
- * replica; see {@link BanCache}. Errors are thrown, not hidden: {@link FallbackRateLimiter} decides
- * what to do.
+ * auto-pipelines with the other requests in flight, per node on a Cluster): the per-IP bucket is
+ * rate-limiter-flexible's RateLimiterRedis; the key policy is this gateway's own script
+ * ({@link RATE_LIMIT_LUA}), because the library cannot spend two windows in one step (see
+ * docs/rate-limiter.md). Bans are cached per replica; see {@link BanCache}. Errors are thrown, not
+ * hidden: {@link FallbackRateLimiter} decides what to do.
  */
 export class RedisRateLimiter implements RateLimiter {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly scripted: ScriptedRedis;
+  private readonly scripts = new Map<number, string>();
   private readonly now: () => number;
   private readonly bans: BanCache;
   private readonly bucket: WindowBucket;
 
   constructor(options: RedisRateLimiterOptions) {
     this.redis = options.redis;
-    this.redis.defineCommand('rateLimit', { lua: RATE_LIMIT_LUA });
     this.scripted = this.redis as unknown as ScriptedRedis;
     this.now = options.now;
     this.bans = new BanCache(options.banRecheckMs ?? 1000);
@@ -82,8 +81,7 @@ export class RedisRateLimiter implements RateLimiter {
       windowArgs.push(window.limit, windowEnd(window, now) - now + EXPIRY_SLACK_MS);
     }
     const banMs = (policy.ban?.seconds ?? 0) * 1000;
-    const reply = await this.scripted.rateLimit(
-      keys.length,
+    const reply = await this.scripted[this.scriptFor(keys.length)]!(
       ...keys,
       now,
       policy.ban?.threshold ?? 0,
@@ -107,10 +105,22 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   async close(): Promise<void> {
-    if (this.redis.status === 'ready') {
-      await this.redis.quit();
-      return;
+    await closeRedis(this.redis);
+  }
+
+  /**
+   * The script's command name for `keyCount` keys, defined with that count so that a key comes
+   * first among the arguments: a Cluster client groups auto-pipelined commands by their first
+   * argument's slot, and a leading key count would put every script in the slot of "5", where a
+   * pipeline mixing other nodes' keys is refused.
+   */
+  private scriptFor(keyCount: number): string {
+    let name = this.scripts.get(keyCount);
+    if (name === undefined) {
+      name = `rateLimit${keyCount}`;
+      this.redis.defineCommand(name, { lua: RATE_LIMIT_LUA, numberOfKeys: keyCount });
+      this.scripts.set(keyCount, name);
     }
-    this.redis.disconnect();
+    return name;
   }
 }

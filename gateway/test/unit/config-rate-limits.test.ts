@@ -14,7 +14,7 @@ const errorOf = (env: NodeJS.ProcessEnv): string => {
 describe('config: rate limits', () => {
   it('defaults to in-memory counters, the documented ban and the pre-auth limit', () => {
     const config = parse({});
-    expect(config.redisUrl).to.equal(undefined);
+    expect(config.redis).to.equal(undefined);
     expect(config.banThreshold).to.equal(10);
     expect(config.banSeconds).to.equal(900);
     expect(config.unauthenticatedPerMinute).to.equal(60);
@@ -36,8 +36,8 @@ describe('config: rate limits', () => {
       REDIS_COMMAND_TIMEOUT_MS: '50',
       REDIS_STARTUP_WAIT_MS: '0',
     });
+    expect(config.redis).to.deep.equal({ kind: 'standalone', variable: 'REDIS_URL', url: 'redis://redis:6379/0' });
     expect(config).to.include({
-      redisUrl: 'redis://redis:6379/0',
       banThreshold: 3,
       banSeconds: 60,
       unauthenticatedPerMinute: 20,
@@ -46,6 +46,73 @@ describe('config: rate limits', () => {
       redisCommandTimeoutMs: 50,
       redisStartupWaitMs: 0,
     });
+  });
+
+  it('reads a Redis Cluster from REDIS_CLUSTER_NODES, with the data nodes\' credentials and TLS', () => {
+    const config = parse({
+      REDIS_CLUSTER_NODES: 'redis-0.redis:6379, 10.0.0.7:7000,[fd00::1]:6380',
+      REDIS_USERNAME: 'gateway',
+      REDIS_PASSWORD: 's3cret',
+      REDIS_TLS: 'true',
+    });
+    expect(config.redis).to.deep.equal({
+      kind: 'cluster',
+      variable: 'REDIS_CLUSTER_NODES',
+      nodes: [
+        { host: 'redis-0.redis', port: 6379 },
+        { host: '10.0.0.7', port: 7000 },
+        { host: 'fd00::1', port: 6380 },
+      ],
+      username: 'gateway',
+      password: 's3cret',
+      tls: true,
+    });
+  });
+
+  it('reads a Sentinel-managed Redis, with the Sentinels\' and the data nodes\' credentials apart', () => {
+    const config = parse({
+      REDIS_SENTINELS: 'sentinel-0:26379,sentinel-1:26379',
+      REDIS_SENTINEL_MASTER: 'limits',
+      REDIS_PASSWORD: 'data',
+      REDIS_SENTINEL_PASSWORD: 'watch',
+    });
+    expect(config.redis).to.deep.equal({
+      kind: 'sentinel',
+      variable: 'REDIS_SENTINELS',
+      sentinels: [
+        { host: 'sentinel-0', port: 26379 },
+        { host: 'sentinel-1', port: 26379 },
+      ],
+      masterName: 'limits',
+      username: undefined,
+      password: 'data',
+      tls: false,
+      sentinelUsername: undefined,
+      sentinelPassword: 'watch',
+    });
+  });
+
+  it('refuses two Redis deployments at once, naming both variables', () => {
+    expect(errorOf({ REDIS_URL: 'redis://a:6379', REDIS_SENTINELS: 'b:26379', REDIS_SENTINEL_MASTER: 'm' })).to.match(
+      /^invalid configuration: REDIS_URL and REDIS_SENTINELS: set only one;/,
+    );
+    expect(errorOf({ REDIS_CLUSTER_NODES: 'a:7000', REDIS_SENTINELS: 'b:26379' })).to.match(
+      /^invalid configuration: REDIS_CLUSTER_NODES and REDIS_SENTINELS: set only one;/,
+    );
+  });
+
+  it('refuses settings that the chosen deployment would silently ignore, or lacks', () => {
+    expect(errorOf({ REDIS_SENTINELS: 'b:26379' })).to.match(/^invalid configuration: REDIS_SENTINEL_MASTER: required with REDIS_SENTINELS/);
+    expect(errorOf({ REDIS_URL: 'redis://a:6379', REDIS_PASSWORD: 'x' })).to.match(/^invalid configuration: REDIS_PASSWORD: applies only with REDIS_CLUSTER_NODES or REDIS_SENTINELS; REDIS_URL carries its own/);
+    expect(errorOf({ REDIS_CLUSTER_NODES: 'a:7000', REDIS_SENTINEL_PASSWORD: 'x' })).to.match(/^invalid configuration: REDIS_SENTINEL_PASSWORD: applies only with REDIS_SENTINELS$/);
+    expect(errorOf({ REDIS_TLS: 'true' })).to.match(/^invalid configuration: REDIS_TLS: applies only with REDIS_CLUSTER_NODES or REDIS_SENTINELS$/);
+    expect(errorOf({ REDIS_CLUSTER_NODES: 'redis://a:7000' })).to.match(/^invalid configuration: REDIS_CLUSTER_NODES: .*"redis:\/\/a:7000" is not host:port/);
+    expect(errorOf({ REDIS_SENTINELS: 'a:99999', REDIS_SENTINEL_MASTER: 'm' })).to.match(/^invalid configuration: REDIS_SENTINELS: .*"a:99999" is not host:port/);
+  });
+
+  it('lets GATEWAY_WORKERS share any of the three deployments, and refuses it without one', () => {
+    expect(parse({ GATEWAY_WORKERS: '2', REDIS_CLUSTER_NODES: 'a:7000' }).workers).to.equal(2);
+    expect(errorOf({ GATEWAY_WORKERS: '2' })).to.match(/^invalid configuration: GATEWAY_WORKERS: more than 1 needs REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS/);
   });
 
   it('parses TRUST_PROXY as a flag, a hop count or a list of addresses', () => {

@@ -1,10 +1,11 @@
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
 import type { RateLimitPolicy } from '../../../src/rate-limit/rate-limiter';
-import { connectRedis, waitUntilReady } from '../../../src/rate-limit/redis-connection';
+import { checkAtStartup, connectRedis } from '../../../src/rate-limit/redis-connection';
 import { RedisRateLimiter } from '../../../src/rate-limit/redis-rate-limiter';
 import { rateLimiterContract } from '../../unit/rate-limit/rate-limiter-contract';
 import { commandCalls, type RedisServer, startRedisOrSkip, totalCommandCalls } from '../../../../system-test/support/redis-server';
+import { type RedisClusterServers, startRedisClusterOrSkip } from '../../../../system-test/support/redis-topologies';
 
 const FREE: RateLimitPolicy = {
   windows: [
@@ -22,8 +23,9 @@ describe('RedisRateLimiter against a real redis-server', function () {
   const opened: RedisRateLimiter[] = [];
 
   async function replica(now: () => number): Promise<RedisRateLimiter> {
-    const redis = connectRedis({ url: server.url, commandTimeoutMs: 1000 });
-    expect(await waitUntilReady(redis, 5000)).to.equal(true);
+    const target = { kind: 'standalone', variable: 'REDIS_URL', url: server.url } as const;
+    const redis = connectRedis({ target, commandTimeoutMs: 1000 });
+    expect(await checkAtStartup(redis, target, 5000)).to.deep.equal({ state: 'ready' });
     const limiter = new RedisRateLimiter({ redis, now });
     opened.push(limiter);
     return limiter;
@@ -110,5 +112,56 @@ describe('RedisRateLimiter against a real redis-server', function () {
       await admin.script('FLUSH');
       expect((await a.consume('ip:noscript', PER_IP)).outcome, "and so does the library's").to.equal('allowed');
     });
+  });
+});
+
+describe('RedisRateLimiter against a real three-master Redis Cluster', function () {
+  this.timeout(60_000);
+  let cluster: RedisClusterServers;
+  const opened: RedisRateLimiter[] = [];
+
+  async function replica(now: () => number): Promise<RedisRateLimiter> {
+    const target = {
+      kind: 'cluster',
+      variable: 'REDIS_CLUSTER_NODES',
+      nodes: cluster.nodes.map((node) => ({ host: '127.0.0.1', port: node.port })),
+      username: undefined,
+      password: undefined,
+      tls: false,
+    } as const;
+    const redis = connectRedis({ target, commandTimeoutMs: 2000 });
+    expect(await checkAtStartup(redis, target, 10_000)).to.deep.equal({ state: 'ready' });
+    const limiter = new RedisRateLimiter({ redis, now });
+    opened.push(limiter);
+    return limiter;
+  }
+
+  before(async function () {
+    cluster = await startRedisClusterOrSkip(this, 3);
+  });
+  after(async () => {
+    await Promise.all(opened.map((limiter) => limiter.close()));
+    await cluster?.stop();
+  });
+
+  rateLimiterContract('RedisRateLimiter on a Cluster', async (now) => {
+    const limiter = await replica(now);
+    return { limiter, close: () => limiter.close() };
+  });
+
+  it('counts concurrent requests of subjects on every master in one auto-pipelined burst, exactly', async () => {
+    const now = Date.UTC(2030, 5, 1, 8, 0, 5);
+    const [a, b] = [await replica(() => now), await replica(() => now)];
+    // Subjects whose slots lie on different masters: a pipeline mixing them would be refused.
+    const subjects = Array.from({ length: 12 }, (_, i) => `key:spread-${i}`);
+    const decisions = await Promise.all(
+      subjects.flatMap((subject) => Array.from({ length: 15 }, (_, i) => (i % 2 === 0 ? a : b).consume(subject, FREE))),
+    );
+    expect(decisions.filter((d) => d.outcome === 'allowed')).to.have.length(12 * 15);
+    const perIp = await Promise.all(Array.from({ length: 90 }, (_, i) => (i % 2 === 0 ? a : b).consume(`ip:10.0.0.${i % 3}`, PER_IP)));
+    expect(perIp.filter((d) => d.outcome === 'allowed'), '30 per address, all within the limit of 60').to.have.length(90);
+    const limited = await Promise.all(Array.from({ length: 90 }, (_, i) => (i % 2 === 0 ? a : b).consume('key:cluster-burst', FREE)));
+    expect(limited.filter((d) => d.outcome === 'allowed')).to.have.length(60);
+    expect(await a.unban('key:cluster-burst')).to.equal(true);
   });
 });

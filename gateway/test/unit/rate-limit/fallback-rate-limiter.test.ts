@@ -74,6 +74,17 @@ describe('FallbackRateLimiter', () => {
     expect(events, 'still one log line').to.have.length(1);
   });
 
+  it('tells every failure of the store, not only the first that is logged', async () => {
+    const told: string[] = [];
+    limiter = new FallbackRateLimiter({ primary, fallback, log: (event) => events.push(event), onError: (error) => told.push(error.message), monotonicNow: () => clock });
+    primary.failure = new Error('READONLY You can\'t write against a read only replica.');
+    await limiter.consume('key:a', POLICY);
+    clock += 1000;
+    await limiter.consume('key:a', POLICY);
+    expect(told).to.have.length(2);
+    expect(events, 'logged once').to.have.length(1);
+  });
+
   it('goes back to the store by itself and logs the recovery once', async () => {
     primary.available = false;
     await limiter.consume('key:a', POLICY);

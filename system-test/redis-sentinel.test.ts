@@ -1,0 +1,144 @@
+import { expect } from 'chai';
+import { type RedisSentinelServers, expectOneLineRefusals, startRedisSentinelOrSkip } from './support/redis-topologies';
+import { runKeysCli } from './support/keys-cli';
+import { burstWithinOneMinute, type ReplicaSet, startReplicaSet } from './support/replica-set';
+import type { LogLine, ServiceProcess } from './support/service-process';
+import { Traffic } from './support/traffic';
+import { waitFor } from './support/wait-for';
+
+const DOWN_AFTER_MS = 1000;
+const DATA_PASSWORD = 'data-password';
+const SENTINEL_PASSWORD = 'sentinel-password';
+const FALLBACK = (line: LogLine): boolean => /Redis unavailable, counting in memory/.test(String(line.msg));
+const RECOVERY = (line: LogLine): boolean => /Redis is back/.test(String(line.msg));
+
+describe('two gateway processes on a Sentinel-managed Redis (REDIS_SENTINELS, separate credentials), through a failover', function () {
+  this.timeout(120_000);
+  let servers: RedisSentinelServers;
+  let replicas: ReplicaSet;
+
+  before(async function () {
+    servers = await startRedisSentinelOrSkip(this, { downAfterMs: DOWN_AFTER_MS, dataPassword: DATA_PASSWORD, sentinelPassword: SENTINEL_PASSWORD });
+    replicas = await startReplicaSet(
+      2,
+      [
+        { id: 'steady', plan: 'enterprise', limits: { perMinute: 1_000_000, perDay: 100_000_000 } },
+        ...['before-1', 'before-2', 'before-3', 'after-1', 'after-2', 'after-3'].map((id) => ({ id, plan: 'free' as const })),
+      ],
+      { ...sentinelEnv(), REDIS_COMMAND_TIMEOUT_MS: '2000' },
+    );
+  });
+  after(async () => {
+    await replicas?.stop();
+    await servers?.stop();
+  });
+
+  /** The gateways' settings: the Sentinels' credentials apart from the data nodes'. */
+  function sentinelEnv(): NodeJS.ProcessEnv {
+    return {
+      REDIS_SENTINELS: servers.sentinelList,
+      REDIS_SENTINEL_MASTER: servers.masterName,
+      REDIS_PASSWORD: DATA_PASSWORD,
+      REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD,
+    };
+  }
+
+  it('refuses, in one line naming the variable and the fix, a Sentinel or the replica as REDIS_URL, an unknown master name, either wrong password', async () => {
+    const cases: Array<[NodeJS.ProcessEnv, RegExp]> = [
+      [
+        { REDIS_URL: `redis://:${SENTINEL_PASSWORD}@127.0.0.1:${servers.sentinels[0]!.port}` },
+        /^invalid configuration: REDIS_URL: points at a Sentinel, which holds no data; set REDIS_SENTINELS/,
+      ],
+      [
+        { REDIS_URL: `redis://:${DATA_PASSWORD}@127.0.0.1:${servers.replica.port}` },
+        /^invalid configuration: REDIS_URL: points at a read-only replica \(READONLY\); point it at the master/,
+      ],
+      [
+        { ...sentinelEnv(), REDIS_SENTINEL_MASTER: 'no-such-master' },
+        /^invalid configuration: REDIS_SENTINEL_MASTER: the Sentinels monitor no master named "no-such-master"/,
+      ],
+      [
+        { ...sentinelEnv(), REDIS_SENTINELS: `127.0.0.1:${servers.master.port}`, REDIS_SENTINEL_PASSWORD: DATA_PASSWORD },
+        /^invalid configuration: REDIS_SENTINELS: lists a server that is no Sentinel/,
+      ],
+      [{ ...sentinelEnv(), REDIS_SENTINEL_PASSWORD: 'wrong' }, /^invalid configuration: REDIS_SENTINEL_PASSWORD: the Sentinels refuse the credentials \(.*WRONGPASS/],
+      [{ ...sentinelEnv(), REDIS_PASSWORD: 'wrong' }, /^invalid configuration: REDIS_PASSWORD: the master refuses the credentials \(WRONGPASS/],
+    ];
+    await expectOneLineRefusals(cases);
+  });
+
+  it('admits exactly 60 of 90 on a free key across both gateways', async () => {
+    expect(replicas.gateways.map((gateway) => gateway.listening.redisTopology)).to.deep.equal(['sentinel', 'sentinel']);
+    const { statuses } = await burstWithinOneMinute(replicas.urls, ['before-1', 'before-2', 'before-3'], 90);
+    expect(statuses.filter((status) => status === 200)).to.have.length(60);
+  });
+
+  it('follows the master the Sentinels promote after the old one is killed: no 5xx, exact again afterwards', async () => {
+    const oldMaster = servers.master;
+    const traffic = new Traffic(replicas.urls, 'steady', 4);
+    let windows: Array<{ ms: number; episodes: number }>;
+    try {
+      await traffic.waitFor(50);
+      process.kill(oldMaster.pid, 'SIGKILL');
+      const killedAt = Date.now();
+      await waitFor(async () => (await servers.masterPort().catch(() => oldMaster.port)) === servers.replica.port, 30_000);
+      const promotedAfter = Date.now() - killedAt;
+      await settledOnRedis(replicas.gateways, traffic);
+      windows = replicas.gateways.map(localCounting);
+      console.log(`      Sentinels promoted the replica ${promotedAfter} ms after the kill (down-after-milliseconds ${DOWN_AFTER_MS})`);
+      console.log(`      counting was local on each gateway for: ${windows.map(({ ms, episodes }) => `${ms} ms (${episodes} episode${episodes === 1 ? '' : 's'})`).join(', ')}`);
+    } finally {
+      await traffic.stop();
+      await oldMaster.stop();
+    }
+    expect(traffic.failures, 'no request failed at the network level or broke the contract').to.deep.equal([]);
+    expect(traffic.statuses.filter((status) => status >= 500), 'no 5xx').to.deep.equal([]);
+    expect(traffic.statuses.filter((status) => status !== 200), 'every request admitted').to.deep.equal([]);
+    for (const { ms } of windows) expect(ms, 'the failover, not a restart, ended local counting').to.be.below(20_000);
+
+    const { statuses } = await burstWithinOneMinute(replicas.urls, ['after-1', 'after-2', 'after-3'], 90);
+    expect(statuses.filter((status) => status === 200), 'shared counters on the new master').to.have.length(60);
+  });
+
+  it('lifts, with `npm run keys -- unban` through the Sentinels, the bans made before and after the failover', async () => {
+    const env = sentinelEnv();
+    const outcomes: string[] = [];
+    for (const keyId of ['before-1', 'before-2', 'before-3', 'after-1', 'after-2', 'after-3']) {
+      const run = await runKeysCli(['unban', '--id', keyId], env);
+      expect(run.status, run.stderr).to.equal(0);
+      outcomes.push(run.stdout);
+    }
+    // Each burst banned its key (a burst that straddled a minute moved on to the next key).
+    expect(outcomes.filter((line) => line.startsWith('ban lifted')), outcomes.join('\n')).to.have.length.at.least(2);
+  });
+});
+
+const episodeLines = (gateway: ServiceProcess): LogLine[] => gateway.logs.filter((line) => FALLBACK(line) || RECOVERY(line));
+
+/**
+ * Resolves once every gateway counts in Redis and has gone on doing so for a further 100 responses
+ * of `traffic`: a client that reconnected to the new master before a Sentinel announced it
+ * (`+switch-master`) reconnects once more when the announcement comes, a short second episode.
+ */
+async function settledOnRedis(gateways: readonly ServiceProcess[], traffic: Traffic): Promise<void> {
+  const onRedis = async (gateway: ServiceProcess): Promise<boolean> => {
+    const ready = (await (await fetch(`http://127.0.0.1:${gateway.adminPort}/readyz`)).json()) as { checks: Record<string, string> };
+    const last = episodeLines(gateway).at(-1);
+    return ready.checks.redis === 'ok' && last !== undefined && RECOVERY(last);
+  };
+  let episodes = -1;
+  await waitFor(async () => {
+    const seen = gateways.reduce((sum, gateway) => sum + episodeLines(gateway).length, 0);
+    const settled = seen === episodes && (await Promise.all(gateways.map(onRedis))).every(Boolean);
+    episodes = seen;
+    if (!settled) await traffic.waitFor(100);
+    return settled;
+  }, 30_000);
+}
+
+/** From the gateway's first fallback line to its last recovery line, in its own clock (pino's `time`), and how many times it fell back. */
+function localCounting(gateway: ServiceProcess): { ms: number; episodes: number } {
+  const lines = episodeLines(gateway);
+  const fallbacks = lines.filter(FALLBACK);
+  return { ms: Number(lines.at(-1)!.time) - Number(fallbacks[0]!.time), episodes: fallbacks.length };
+}
