@@ -20,19 +20,18 @@
  * BENCH_ROUNDS, BENCH_ROUND_SECONDS, BENCH_WARMUP_SECONDS and BENCH_CONNECTIONS as in the other
  * benchmarks; `BENCH_FLOOR_VARIANTS=a,b,f` runs a subset; BENCH_CPU_PROF=<dir> as in `npm run bench`.
  */
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { build, type Plugin } from 'esbuild';
 import { createPetServiceClient } from '@petstore/proto';
 import { sha256Hex } from '../gateway/src/edge/api-keys';
 import { petsToJson } from '../gateway/src/http/pet-json';
+import { bundleFloorApps, FLOOR_OUT_DIR } from './floor/bundle';
 import { READ_PATH, LIST_20 } from './floor/variant-server';
 import { cpuSeconds, median, PET_SERVICE_NODE_FLAGS, profileFlags, seed } from './list-pets-load';
 import { startService, type ServiceProcess } from '../system-test/support/service-process';
 
-const ROOT = join(__dirname, '..');
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const ROUND_SECONDS = Number(process.env.BENCH_ROUND_SECONDS ?? 5);
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
@@ -42,7 +41,7 @@ const SEED_PETS = 1_000;
 const APP_NODE_FLAGS = ['--max-semi-space-size=4', '--max-old-space-size=64', ...profileFlags()];
 const SECRET = 'bench-floor-unlimited-secret';
 /** Where the variants' bundles go (ignored by git, as baseline builds are). */
-const OUT_DIR = join('.bench', 'floor');
+const OUT_DIR = FLOOR_OUT_DIR;
 
 const VARIANTS = {
   a: { label: 'a node:http, precomputed body', entry: 'a-bare-http' },
@@ -93,32 +92,9 @@ function selectedVariants(): VariantName[] {
   return [...new Set(names)] as VariantName[];
 }
 
-/** Only the workspace's own code is bundled, as scripts/build.ts does; npm packages stay `require`s. */
-const externalPackages: Plugin = {
-  name: 'external-packages',
-  setup(builder) {
-    builder.onResolve({ filter: /^[^./]/ }, (args) => (args.path.startsWith('@petstore/') ? undefined : { path: args.path, external: true }));
-  },
-};
-
 /** Bundles the selected variants' entries as `npm run build` bundles the services. */
 async function buildVariants(names: VariantName[]): Promise<void> {
-  const entries = names.map((name) => VARIANTS[name].entry).filter((entry) => entry !== undefined);
-  if (entries.length === 0) return;
-  mkdirSync(join(ROOT, OUT_DIR), { recursive: true });
-  await build({
-    absWorkingDir: ROOT,
-    entryPoints: Object.fromEntries(entries.map((entry) => [entry, join(ROOT, 'bench', 'floor', `${entry}.ts`)])),
-    outdir: join(ROOT, OUT_DIR),
-    bundle: true,
-    platform: 'node',
-    target: 'node26',
-    format: 'cjs',
-    sourcemap: true,
-    logLevel: 'warning',
-    logOverride: { 'require-resolve-not-external': 'silent' },
-    plugins: [externalPackages],
-  });
+  await bundleFloorApps(names.map((name) => VARIANTS[name].entry).filter((entry) => entry !== undefined));
 }
 
 /** The list body as the gateway writes it, from the pet service itself: variant a's answer. */

@@ -10,6 +10,8 @@
  * `BENCH_BASELINE_VARIANT` gives the baseline's settings and flags, as a variant below (its image's
  * heap flags, say, where they differ from this checkout's). `BENCH_BASELINE_NODE=<path>` runs the
  * baseline on another Node binary (the Node 20 that an older main ran on, say).
+ * `BENCH_PET_FLOOR=1` adds the floor: grpc-js's server answering with a page built once
+ * (bench/floor/pet-service-minimal.ts), what any pet service on grpc-js pays per call.
  * `BENCH_VARIANTS='|LOG_SLOW_CALL_MS=0'` runs this checkout's build once per variant, each a
  * space-separated list of environment settings and Node flags (`--max-semi-space-size=16`, after
  * the benchmark's own), variants separated by `|` (this one: what logging every call costs). The
@@ -19,6 +21,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
+import { bundleFloorApps, FLOOR_OUT_DIR } from './floor/bundle';
 import { createPetClient, type PetClient } from '../gateway/src/pet-service-client/pet-client';
 import { startService, type ServiceProcess } from '../system-test/support/service-process';
 import { buildBaseline } from './baseline-build';
@@ -32,6 +35,8 @@ const SEED_PETS = 10_000;
 const VARIANTS = (process.env.BENCH_VARIANTS ?? '').split('|').map((variant) => variant.trim());
 const BASELINE = process.env.BENCH_BASELINE;
 const BASELINE_NODE = process.env.BENCH_BASELINE_NODE;
+const FLOOR = process.env.BENCH_PET_FLOOR === '1';
+const FLOOR_SCRIPT = join(FLOOR_OUT_DIR, 'pet-service-minimal.js');
 
 interface Side {
   readonly label: string;
@@ -79,6 +84,10 @@ async function main(): Promise<void> {
       script: join(buildBaseline(BASELINE), 'pet-service', 'dist', 'main.js'),
       node: BASELINE_NODE,
     });
+  }
+  if (FLOOR) {
+    await bundleFloorApps(['pet-service-minimal']);
+    builds.push({ label: 'floor: grpc-js server, page built once', variant: '', script: FLOOR_SCRIPT });
   }
   const cpu = cpus();
   console.log(`cores: ${cpu.length} (${cpu[0]?.model ?? 'unknown'}), node ${process.version}, load average ${loadavg()[0]!.toFixed(1)}`);
