@@ -189,7 +189,7 @@ export class MongoPetRepository implements PetRepository {
   }
 
   async get(id: bigint): Promise<PetRecord | undefined> {
-    return this.run(async () => {
+    return this.read(async () => {
       const document = await this.pets.findOne({ _id: id }, { maxTimeMS: this.maxTimeMS });
       return document === null ? undefined : fromDocument(document);
     });
@@ -199,7 +199,7 @@ export class MongoPetRepository implements PetRepository {
     const filter: Record<string, unknown> = {};
     if (query.status !== undefined) filter.status = query.status;
     if (query.afterId !== undefined) filter._id = { $gt: query.afterId };
-    return this.run(async () => {
+    return this.read(async () => {
       const documents = await this.pets
         .find(filter, { sort: { _id: 1 }, limit: query.limit, maxTimeMS: this.maxTimeMS })
         .toArray();
@@ -249,6 +249,23 @@ export class MongoPetRepository implements PetRepository {
     } catch (error) {
       if (isConnectionFailure(error) && !this.dataBearing) this.reachable = false;
       throw toStoreError(error);
+    }
+  }
+
+  /**
+   * A read gets the store timeout in all, the driver's retry included: a retry waits for server
+   * selection again, and a read that met an outage just as it began would otherwise take twice
+   * the timeout and outlast the caller's deadline, a 504 where the store being down is a 503.
+   */
+  private async read<T>(operation: () => Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => reject(new PetServiceError(Status.UNAVAILABLE, 'pet store unavailable')), this.maxTimeMS);
+    });
+    try {
+      return await Promise.race([this.run(operation), expired]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
