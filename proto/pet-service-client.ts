@@ -182,8 +182,8 @@ export function createPetServiceClient(target: string, options: PetServiceClient
   ): Promise<Res> =>
     new Promise((resolve, reject) => {
       // grpc-js captures a stack trace (`new Error()`) at every call, only to append it to the
-      // message of an error; it cost the gateway about 3% of its CPU per read (issue 16). The
-      // error's own stack is still captured when a call fails.
+      // message of an error, a cost every read paid. The error's own stack is still captured
+      // when a call fails.
       const stackTraceLimit = Error.stackTraceLimit;
       Error.stackTraceLimit = 0;
       let pending: ReturnType<Unary<Req, Res>>;

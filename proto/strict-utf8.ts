@@ -26,7 +26,7 @@ export interface DecodableMessage<T> {
 /**
  * A decoder for `type` whose string fields must be valid UTF-8, as proto3 requires. The generated
  * `decode` replaces each invalid sequence with U+FFFD, so bad text would be stored changed,
- * silently (issue 17). A leading U+FEFF is text, as in the generated `decode`.
+ * silently. A leading U+FEFF is text, as in the generated `decode`.
  *
  * @returns a function that throws InvalidUtf8Error at the first string field that is not valid
  *   UTF-8, and what `decode` throws for bytes that are no message.

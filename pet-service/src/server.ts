@@ -161,7 +161,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
       drain();
       health.setStatus(PET_SERVICE_NAME, 'NOT_SERVING');
       // A call whose client gave up (its deadline passed) is over for grpc-js while its store
-      // operation still runs; closing the store under it failed it as INTERNAL (issue 13, point 7).
+      // operation still runs; closing the store under it would fail it as INTERNAL.
       const finished = new Promise<void>((resolve) => server.tryShutdown(() => resolve())).then(() => {
         if (repository.inFlight > 0) logger.info({ storeOperations: repository.inFlight }, 'calls finished; waiting for their store operations');
         return repository.idle();

@@ -66,7 +66,7 @@ export interface ApiDocsRouterOptions {
   readonly assetDirectory?: string;
 }
 
-/** The installed swagger-ui-dist's directory, found without loading its 1.5 MB bundle into this process. */
+/** The installed swagger-ui-dist's directory, found without loading its large bundle into this process. */
 export function swaggerUiDirectory(): string {
   return join(require.resolve('swagger-ui-dist/package.json'), '..');
 }

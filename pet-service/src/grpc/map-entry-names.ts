@@ -22,7 +22,8 @@ export function mapEntryName(field: string): string {
  * The definition with every map entry message named as protoc names it. protobufjs describes the
  * entry of `map<…> statuses` as `Statuses`, and protobuf-go refuses such a file ("invalid map:
  * incorrect implicit map entry name"), so grpcurl could not use anything server reflection served
- * from a file with a map, such as grpc.health.v1 (its List response): grpcurl issue 519. Only
+ * from a file with a map, such as grpc.health.v1 (its List response):
+ * https://github.com/fullstorydev/grpcurl/issues/519. Only
  * the reflected file descriptors change; nothing uses them to encode or decode.
  */
 export function withProtocMapEntryNames(definition: PackageDefinition): PackageDefinition {

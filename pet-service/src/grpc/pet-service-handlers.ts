@@ -54,9 +54,9 @@ export interface HandlerDependencies {
    */
   readonly forcedShutdown: AbortSignal;
   /**
-   * A call that succeeds in less than this many ms is logged at debug, not info: that line cost
-   * 12 to 32% of the service's CPU per ListPets (docs/performance.md), and the gateway already logs
-   * every request with the same request id. 0 logs every call at info.
+   * A call that succeeds in less than this many ms is logged at debug, not info: the line is a
+   * large share of a fast call's CPU, and the gateway already logs every request with the same
+   * request id. 0 logs every call at info.
    */
   readonly slowCallMs: number;
   /** Monotonic time in ns (`process.hrtime.bigint`); calls are timed with it. */

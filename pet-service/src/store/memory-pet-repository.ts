@@ -22,8 +22,8 @@ interface RememberedCreate {
  * The embedded store: one process, nothing survives a restart. Records are appended in id order,
  * so each index is a sorted array and a page at any depth is a binary search plus a slice.
  *
- * Idempotency keys are kept for their window, and at most `maxIdempotencyKeys` of them: 50,000
- * creates with distinct keys otherwise grew the process by 160 MB (issue 13, point 6). A retry
+ * Idempotency keys are kept for their window, and at most `maxIdempotencyKeys` of them, so that
+ * creates with distinct keys cannot grow the process without bound. A retry
  * whose key was forgotten early creates a second pet, so the cap must cover the keys a window of
  * retries can bring.
  */

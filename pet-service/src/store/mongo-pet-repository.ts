@@ -96,7 +96,7 @@ export class MongoPetRepository implements PetRepository {
    * waiting out server selection, so a MongoDB outage is UNAVAILABLE (503) well inside the
    * gateway's deadline rather than a timeout. Only a failure to reach the server sets it: an
    * operation that ran out of time says the server is slow, and failing every other operation for
-   * it turned a burst of slow writes into failed reads (issue 13, point 4).
+   * it would turn a burst of slow writes into failed reads.
    */
   private reachable = true;
   /**

@@ -45,8 +45,8 @@ const overCapacity = (): PetServiceError => new PetServiceError(Status.RESOURCE_
 
 /**
  * Bounds the writes one replica sends to the store. Past what the store absorbs, more concurrent
- * writes only make each one slower, until all of them time out together (issue 13, point 4: on
- * FerretDB, ten concurrent creates already outlived the store timeout). Bounded, the excess is
+ * writes only make each one slower, until all of them time out together (on FerretDB, a handful
+ * of concurrent creates already outlive the store timeout: docs/mongodb.md). Bounded, the excess is
  * refused with RESOURCE_EXHAUSTED, which the gateway answers with 429 and `Retry-After`, while
  * the caller is still waiting for an answer, and the writes let through finish in time.
  */
