@@ -211,13 +211,22 @@ async function listenAdmin(config: GatewayConfig, logger: Logger, port: number, 
  */
 async function supervise({ config, apiKeys: initialKeys, routes }: Settings, logger: Logger): Promise<void> {
   const pool = startWorkerPool({ count: config.workers, logger });
-  // The primary follows the keys file too, for the keys GET /admin/usage reports on.
-  const apiKeys = createKeysFileReloader({ path: config.apiKeysFile, initial: initialKeys, logger });
   // Only workers that listen have their own SIGHUP handler; one still starting reads the file anyway.
   process.on('SIGHUP', () => {
-    apiKeys.reload('SIGHUP', true);
     for (const worker of pool.serving()) worker.process.kill('SIGHUP');
   });
+  // The keys GET /admin/usage reports on: the file is read when asked, which is rare, rather than
+  // followed, so the workers stay the only processes that log and count its reloads; a file they
+  // reject leaves the last good keys here too.
+  let keys = initialKeys;
+  const currentKeys = (): readonly ApiKey[] => {
+    try {
+      keys = ApiKeyStore.load(config.apiKeysFile);
+    } catch {
+      // Logged by the workers, which reject it as well.
+    }
+    return keysOf(keys);
+  };
   const petClient = createPetClient({ target: config.petServiceAddress, timeoutMs: config.petServiceTimeoutMs });
   // Awaited together, so a worker that dies while Redis is awaited is a start-up failure, not an
   // unhandled rejection.
@@ -231,7 +240,7 @@ async function supervise({ config, apiKeys: initialKeys, routes }: Settings, log
     },
     petClient,
     limiter: { limiter, redisCheck },
-    keys: () => keysOf(apiKeys.current()),
+    keys: currentKeys,
     draining: () => draining,
     moreChecks: {
       workers: async () => {
@@ -250,7 +259,6 @@ async function supervise({ config, apiKeys: initialKeys, routes }: Settings, log
     begin: () => (draining = true),
     drain: async () => {
       const clean = await pool.stop();
-      apiKeys.close();
       petClient.close();
       await limiter.close();
       await closeGracefully(adminServer.server);
