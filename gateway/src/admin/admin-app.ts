@@ -28,8 +28,9 @@ export interface AdminAppOptions {
   /** What `GET /admin/usage` reports; without it, those routes are not served. */
   readonly usage?: AdminUsageOptions;
   /**
-   * Required as `Authorization: Bearer <token>` by every state-changing route (`/admin/…`). Without
-   * one, those routes answer loopback clients only (`kubectl port-forward`, a sidecar).
+   * Required as `Authorization: Bearer <token>` by every `/admin/…` route: those that change state,
+   * and those that tell about keys (their bans, their usage). Without one, those routes answer
+   * loopback clients only (`kubectl port-forward`, a sidecar).
    */
   readonly adminToken?: string;
   readonly logger: Logger;
