@@ -13,11 +13,12 @@ import { DEFAULT_CONNECTION_LIMITS, listen } from '../gateway/src/http/http-serv
 import { createMetrics } from '../gateway/src/observability/metrics';
 import { createPetClient } from '../gateway/src/pet-service-client/pet-client';
 import { MemoryRateLimiter } from '../gateway/src/rate-limit/memory-rate-limiter';
-import { decide, type RateLimiter } from '../gateway/src/rate-limit/rate-limiter';
+import { decide, type RateLimiter, usageOf } from '../gateway/src/rate-limit/rate-limiter';
 
 /** Admits every request and counts none: what the gateway would cost with no limiter at all. */
 const ADMIT_ALL: RateLimiter = {
   consume: (_subject, policy) => Promise.resolve(decide(policy, Date.now(), [], undefined)),
+  usage: (_subject, policy) => Promise.resolve(usageOf('replica', policy, Date.now(), [], undefined)),
   unban: () => Promise.resolve(false),
   close: () => Promise.resolve(),
 };

@@ -20,7 +20,7 @@ describe('one gateway with GATEWAY_WORKERS=2 (Node cluster, counters in Redis)',
       1,
       [...BURST_KEYS.map((id) => ({ id, plan: 'free' as const })), { id: 'roomy', plan: 'enterprise', limits: { perMinute: 100_000, perDay: 1_000_000 } }],
       // Exactness across workers is the subject here, not the fallback (see gateway-replicas).
-      { REDIS_URL: redis.url, GATEWAY_WORKERS: '2', REDIS_COMMAND_TIMEOUT_MS: '2000' },
+      { REDIS_URL: redis.url, GATEWAY_WORKERS: '2', REDIS_COMMAND_TIMEOUT_MS: '2000', METRICS_KEY_IDS: 'roomy' },
     );
     gateway = replicas.gateways[0]!;
     url = replicas.urls[0]!;
@@ -67,6 +67,19 @@ describe('one gateway with GATEWAY_WORKERS=2 (Node cluster, counters in Redis)',
     const response = await fetch(`${admin}/readyz`);
     expect(response.status).to.equal(200);
     expect(((await response.json()) as { checks: Record<string, string> }).checks).to.include({ workers: 'ok', petService: 'ok' });
+  });
+
+  it('answers GET /admin/usage from the shared counters, and counts the listed key by id in /metrics', async () => {
+    const startedAt = Date.now();
+    const headers = { authorization: `Bearer ${replicaSecret('roomy')}` };
+    for (let i = 0; i < 4; i += 1) expect((await fetch(`${url}/v1/pets?limit=1`, { headers })).status).to.equal(200);
+    const usage = (await (await fetch(`${admin}/admin/usage/roomy`)).json()) as { scope: string; at: string; day: { used: number } };
+    const sameDay = Math.floor(Date.parse(usage.at) / 86_400_000) === Math.floor(startedAt / 86_400_000);
+    expect([usage.scope, usage.day.used]).to.deep.equal(['shared', sameDay ? 4 : 0]);
+    const text = await (await fetch(`${admin}/metrics`)).text();
+    expect(text).to.match(/^rate_limit_key_decisions_total\{key_id="roomy",outcome="allowed"\} 4$/m);
+    expect(text).to.match(/^rate_limit_key_decisions_total\{key_id="roomy",outcome="banned"\} 0$/m);
+    expect(text).to.not.match(/key_id="burst-1"/);
   });
 
   it('replaces a worker that dies; meanwhile it serves, reports not ready, and still serves /metrics', async () => {

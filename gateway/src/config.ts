@@ -11,6 +11,7 @@ import {
 } from '@petstore/runtime';
 import { bool, cleanEnv, EnvError, makeValidator, num, str } from 'envalid';
 import type { CorsOrigins } from './edge/cors-policy';
+import { KEY_ID } from './edge/api-keys';
 
 /** Express's `trust proxy` setting: whether, or from which hops, X-Forwarded-For is believed. */
 export type TrustProxy = boolean | number | readonly string[];
@@ -56,7 +57,12 @@ export interface GatewayConfig {
   readonly shutdownTimeoutMs: number;
   /** Processes serving the public port (Node's cluster module); more than 1 needs `redis`. */
   readonly workers: number;
+  /** Key ids whose rate-limit decisions are counted by id as well as by plan; at most {@link MAX_METRICS_KEY_IDS}. */
+  readonly metricsKeyIds: readonly string[];
 }
+
+/** Most key ids METRICS_KEY_IDS may list: each adds three series, and Prometheus pays per series. */
+export const MAX_METRICS_KEY_IDS = 50;
 
 /** One `host:port` of a Redis Cluster seed or a Sentinel. */
 export interface RedisEndpoint {
@@ -120,6 +126,18 @@ const redisUrl = makeValidator<string>((input) => {
 const adminToken = makeValidator<string>((input) => {
   if (input !== '' && (input.length < 16 || /\s/.test(input))) throw new EnvError('must be empty or at least 16 characters without spaces');
   return input;
+});
+
+/** Empty, or comma-separated key ids as the keys file spells them, at most {@link MAX_METRICS_KEY_IDS}. */
+const metricsKeyIds = makeValidator<readonly string[]>((input) => {
+  const text = input.trim();
+  if (text === '') return Object.freeze([]);
+  const ids = [...new Set(text.split(',').map((entry) => entry.trim()))];
+  for (const id of ids) {
+    if (!KEY_ID.test(id)) throw new EnvError(`"${id}" is not a key id (1 to 64 letters, digits, dots, dashes or underscores)`);
+  }
+  if (ids.length > MAX_METRICS_KEY_IDS) throw new EnvError(`at most ${MAX_METRICS_KEY_IDS} key ids (${ids.length} given): count the rest by plan`);
+  return Object.freeze(ids);
 });
 
 const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
@@ -236,6 +254,10 @@ function environmentSpec(defaultKeysFile: string) {
     ...LOGGING_ENV,
     ...SHUTDOWN_ENV,
     GATEWAY_WORKERS: positiveInteger({ default: 1, desc: 'Worker processes sharing the public port; more than 1 needs a shared Redis' }),
+    METRICS_KEY_IDS: metricsKeyIds({
+      default: Object.freeze([]),
+      desc: `Comma-separated key ids (at most ${MAX_METRICS_KEY_IDS}) whose rate-limit decisions are also counted by key id; empty: by plan only`,
+    }),
   };
 }
 
@@ -349,5 +371,6 @@ export function parseConfig(
     shutdownDelayMs: parsed.SHUTDOWN_DELAY_MS,
     shutdownTimeoutMs: parsed.SHUTDOWN_TIMEOUT_MS,
     workers: parsed.GATEWAY_WORKERS,
+    metricsKeyIds: parsed.METRICS_KEY_IDS,
   });
 }

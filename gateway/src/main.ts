@@ -4,7 +4,7 @@ import { ConfigError, createLogger, flushThenExit, installCrashHandlers, shutdow
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { type AdminAppOptions, createAdminApp } from './admin/admin-app';
-import { ApiKeyStore } from './edge/api-keys';
+import { type ApiKey, ApiKeyStore } from './edge/api-keys';
 import { createApp } from './app';
 import { answerMetricsRequests, collectWorkerMetrics } from './cluster/cluster-metrics';
 import { createKeysFileReloader } from './keys/keys-file-reloader';
@@ -12,7 +12,7 @@ import { type GatewayConfig, parseConfig } from './config';
 import { FallbackRateLimiter } from './rate-limit/fallback-rate-limiter';
 import { closeGracefully, listen, type ListeningServer } from './http/http-server';
 import { MemoryRateLimiter } from './rate-limit/memory-rate-limiter';
-import { createMetrics, type GatewayMetrics } from './observability/metrics';
+import { countKeyDecisions, createMetrics, type GatewayMetrics } from './observability/metrics';
 import { createPetClient, type PetClient } from './pet-service-client/pet-client';
 import type { RateLimiter } from './rate-limit/rate-limiter';
 import { petServiceHealthCheck, type ReadinessCheck } from './pet-service-client/readiness';
@@ -90,6 +90,10 @@ async function createLimiter(config: GatewayConfig, logger: Logger, metrics?: Ga
 
 type Settings = ReturnType<typeof loadSettings>;
 
+function keysOf(store: ApiKeyStore): readonly ApiKey[] {
+  return store.records.map((record) => record.key);
+}
+
 /**
  * One process serving both ports; or, as a cluster worker (GATEWAY_WORKERS > 1), the public port
  * only, with its metrics collected by the primary.
@@ -109,7 +113,7 @@ async function serve({ config, apiKeys: initialKeys, routes }: Settings, logger:
     logger,
     metrics,
     draining: () => draining,
-    limiter,
+    limiter: countKeyDecisions(limiter, metrics, config.metricsKeyIds),
     rateLimits: {
       unauthenticatedPerMinute: config.unauthenticatedPerMinute,
       ban: { threshold: config.banThreshold, seconds: config.banSeconds },
@@ -128,6 +132,7 @@ async function serve({ config, apiKeys: initialKeys, routes }: Settings, logger:
       registry: metrics.registry,
       petClient,
       limiter: { limiter, redisCheck },
+      keys: () => keysOf(apiKeys.current()),
       draining: () => draining,
     });
   }
@@ -158,6 +163,8 @@ interface AdminParts {
   readonly registry: AdminAppOptions['registry'];
   readonly petClient: PetClient;
   readonly limiter: Limiter;
+  /** The keys in force, which `GET /admin/usage` reports on. */
+  readonly keys: () => readonly ApiKey[];
   readonly draining: () => boolean;
   /** Readiness checks beyond the pet service's health. */
   readonly moreChecks?: AdminAppOptions['readinessChecks'];
@@ -172,6 +179,12 @@ async function listenAdmin(config: GatewayConfig, logger: Logger, port: number, 
     reportedChecks: { ...(redisCheck === undefined ? {} : { redis: redisCheck }), ...upstreamChecks(parts.routes) },
     draining: parts.draining,
     limiter,
+    usage: {
+      keys: parts.keys,
+      ban: { threshold: config.banThreshold, seconds: config.banSeconds },
+      scope: config.redis === undefined ? 'replica' : 'shared',
+      now: Date.now,
+    },
     adminToken: config.adminToken,
     logger,
   });
@@ -193,15 +206,27 @@ async function listenAdmin(config: GatewayConfig, logger: Logger, port: number, 
 /**
  * The cluster primary (GATEWAY_WORKERS > 1): it forks the workers, replaces any that die, and
  * serves the admin port itself: /metrics summed over the workers, readiness that also needs every
- * worker serving, and ban lifts in the shared Redis store. It handles no public request; it passes
+ * worker serving, and ban lifts and usage in the shared Redis store. It handles no public request; it passes
  * SIGHUP (reload the keys file) on to the workers.
  */
-async function supervise({ config, routes }: Settings, logger: Logger): Promise<void> {
+async function supervise({ config, apiKeys: initialKeys, routes }: Settings, logger: Logger): Promise<void> {
   const pool = startWorkerPool({ count: config.workers, logger });
   // Only workers that listen have their own SIGHUP handler; one still starting reads the file anyway.
   process.on('SIGHUP', () => {
     for (const worker of pool.serving()) worker.process.kill('SIGHUP');
   });
+  // The keys GET /admin/usage reports on: the file is read when asked, which is rare, rather than
+  // followed, so the workers stay the only processes that log and count its reloads; a file they
+  // reject leaves the last good keys here too.
+  let keys = initialKeys;
+  const currentKeys = (): readonly ApiKey[] => {
+    try {
+      keys = ApiKeyStore.load(config.apiKeysFile);
+    } catch {
+      // Logged by the workers, which reject it as well.
+    }
+    return keysOf(keys);
+  };
   const petClient = createPetClient({ target: config.petServiceAddress, timeoutMs: config.petServiceTimeoutMs });
   // Awaited together, so a worker that dies while Redis is awaited is a start-up failure, not an
   // unhandled rejection.
@@ -215,6 +240,7 @@ async function supervise({ config, routes }: Settings, logger: Logger): Promise<
     },
     petClient,
     limiter: { limiter, redisCheck },
+    keys: currentKeys,
     draining: () => draining,
     moreChecks: {
       workers: async () => {

@@ -11,8 +11,8 @@ import { listen } from '../../gateway/src/http/http-server';
 import { MemoryRateLimiter } from '../../gateway/src/rate-limit/memory-rate-limiter';
 import { createPetClient } from '../../gateway/src/pet-service-client/pet-client';
 import type { Limits, PlanName } from '../../gateway/src/rate-limit/plans';
-import type { RateLimitSettings } from '../../gateway/src/rate-limit/rate-limit-policy';
-import type { RateLimiter } from '../../gateway/src/rate-limit/rate-limiter';
+import { DEFAULT_RATE_LIMIT_SETTINGS, type RateLimitSettings } from '../../gateway/src/rate-limit/rate-limit-policy';
+import type { RateLimiter, UsageScope } from '../../gateway/src/rate-limit/rate-limiter';
 import { fetchWithinContract } from './openapi-validator';
 
 /** A key the stack knows: its secret is `secret-<id>`. */
@@ -32,6 +32,10 @@ export interface RateLimitStackOptions {
   readonly startAt?: number;
   /** CORS_ORIGINS; default none. */
   readonly corsOrigins?: CorsOrigins;
+  /** What `GET /admin/usage` says the limiter's figures cover; default `replica`, as in memory. */
+  readonly usageScope?: UsageScope;
+  /** ADMIN_TOKEN; default none (loopback clients only). */
+  readonly adminToken?: string;
 }
 
 /** A real pet service and a real gateway (public and admin listeners), in this process, on port 0. */
@@ -85,6 +89,13 @@ export async function startRateLimitStack(options: RateLimitStackOptions): Promi
   const admin = await listen(
     createAdminApp({
       limiter,
+      usage: {
+        keys: () => apiKeys.records.map((record) => record.key),
+        ban: (options.rateLimits ?? DEFAULT_RATE_LIMIT_SETTINGS).ban,
+        scope: options.usageScope ?? 'replica',
+        now: clock,
+      },
+      adminToken: options.adminToken,
       onInternalError,
       registry: new Registry(),
       readinessChecks: {},

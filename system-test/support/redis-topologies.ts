@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
 import type { Context } from 'mocha';
+import type { RedisTarget } from '../../gateway/src/config';
 import { findExecutable, pendingOrRequired } from './executables';
 import { findRedisServer, freePort, type RedisServer, startRedisServer } from './redis-server';
 import { waitFor } from './wait-for';
@@ -52,6 +53,18 @@ function findBinaries(): Binaries | undefined {
 /** The binaries, or the suite is pending (failing under REQUIRE_REDIS=1). */
 function binariesOrSkip(context: Context): Binaries {
   return findBinaries() ?? pendingOrRequired(context, 'REQUIRE_REDIS', MISSING);
+}
+
+/** What the gateway's config makes of `REDIS_CLUSTER_NODES` naming every node of `cluster`, without credentials. */
+export function clusterTarget(cluster: RedisClusterServers): RedisTarget {
+  return {
+    kind: 'cluster',
+    variable: 'REDIS_CLUSTER_NODES',
+    nodes: cluster.nodes.map((node) => ({ host: '127.0.0.1', port: node.port })),
+    username: undefined,
+    password: undefined,
+    tls: false,
+  };
 }
 
 /** {@link startRedisCluster} for a suite: pending without the binaries (failing under REQUIRE_REDIS=1). */

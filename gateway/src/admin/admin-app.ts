@@ -5,8 +5,10 @@ import ipaddr from 'ipaddr.js';
 import type { Logger } from 'pino';
 import { ApiError } from '../http/api-error';
 import { createErrorHandler, type InternalErrorListener, notFound } from '../http/error-handler';
+import type { ApiKey } from '../edge/api-keys';
+import { readUsageReport } from '../rate-limit/key-usage';
 import { keySubject } from '../rate-limit/rate-limit-policy';
-import type { RateLimiter } from '../rate-limit/rate-limiter';
+import type { BanPolicy, RateLimiter, UsageScope } from '../rate-limit/rate-limiter';
 import type { ReadinessCheck } from '../pet-service-client/readiness';
 
 export interface AdminAppOptions {
@@ -23,9 +25,12 @@ export interface AdminAppOptions {
   /** True once shutdown has begun: readiness fails first, so traffic drains before the port closes. */
   readonly draining: () => boolean;
   readonly limiter: RateLimiter;
+  /** What `GET /admin/usage` reports; without it, those routes are not served. */
+  readonly usage?: AdminUsageOptions;
   /**
-   * Required as `Authorization: Bearer <token>` by every state-changing route (`/admin/…`). Without
-   * one, those routes answer loopback clients only (`kubectl port-forward`, a sidecar).
+   * Required as `Authorization: Bearer <token>` by every `/admin/…` route: those that change state,
+   * and those that tell about keys (their bans, their usage). Without one, those routes answer
+   * loopback clients only (`kubectl port-forward`, a sidecar).
    */
   readonly adminToken?: string;
   readonly logger: Logger;
@@ -33,11 +38,25 @@ export interface AdminAppOptions {
   readonly onInternalError?: InternalErrorListener;
 }
 
+/** The keys and settings `GET /admin/usage` reads the limiter with. */
+export interface AdminUsageOptions {
+  /** The keys in force now (the keys file as last loaded), in file order. */
+  readonly keys: () => readonly ApiKey[];
+  readonly ban: BanPolicy;
+  /** `shared` when the limiter counts in Redis, `replica` when in this process only. */
+  readonly scope: UsageScope;
+  /** Milliseconds since the epoch. */
+  readonly now: () => number;
+}
+
 /**
  * The operators' app, on its own listener (ADMIN_PORT) and never exposed with the public API:
  * `GET /metrics`, `GET /healthz` (liveness: the process answers), `GET /readyz` (readiness: its
  * dependencies answer), and `DELETE /admin/bans/:keyId` to lift a ban (204, or 404 when none was
- * in force; with the in-memory store this is the only way to reach a replica's bans). Probes and
+ * in force; with the in-memory store this is the only way to reach a replica's bans), and
+ * `GET /admin/usage` and `/admin/usage/:keyId`, what keys have used of their plan, read from this
+ * gateway's limiter without spending anything (`scope: replica` when those are this process's
+ * counts only, see {@link AdminUsageOptions}). Probes and
  * metrics are open, for kubelet and Prometheus; `/admin/…` is guarded (see
  * {@link AdminAppOptions.adminToken}), since lifting a ban, or learning whether a key is banned, is
  * nobody else's business. No rate-limit accounting.
@@ -77,6 +96,21 @@ export function createAdminApp(options: AdminAppOptions): Express {
     options.logger.info({ keyId }, 'ban lifted');
     response.status(204).end();
   });
+  const usage = options.usage;
+  if (usage !== undefined) {
+    const report = (keys: readonly ApiKey[]) =>
+      readUsageReport({ limiter: options.limiter, keys, ban: usage.ban, scope: usage.scope, now: usage.now });
+    app.get('/admin/usage', async (_request, response) => {
+      response.json(await report(usage.keys()));
+    });
+    app.get('/admin/usage/:keyId', async (request, response) => {
+      const keyId = String(request.params.keyId);
+      const key = usage.keys().find((known) => known.id === keyId);
+      if (key === undefined) throw new ApiError(404, 'not_found', `no key ${keyId} in the keys file`);
+      const { scope, at, keys } = await report([key]);
+      response.json({ scope, at, ...keys[0] });
+    });
+  }
   app.use(notFound);
   app.use(createErrorHandler(options.onInternalError ?? ((error) => options.logger.error({ err: error }, 'internal error'))));
   return app;

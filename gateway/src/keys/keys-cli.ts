@@ -1,6 +1,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { type Document, isMap, isSeq, type YAMLMap, type YAMLSeq } from 'yaml';
-import { ApiKeyStore, KEY_ID, type KeyRecord, parseIsoTime, sha256Hex } from '../edge/api-keys';
+import { type ApiKey, ApiKeyStore, KEY_ID, type KeyRecord, parseIsoTime, sha256Hex } from '../edge/api-keys';
+import type { UsageReport, WindowUsageReport } from '../rate-limit/key-usage';
 import { PLAN_NAMES, type PlanName } from '../rate-limit/plans';
 import { generateSecret, KEY_ENVIRONMENTS, type KeyEnvironment, lastFour } from '../edge/api-key-secret';
 import { editKeysFile, RejectedEditError } from './keys-file-editor';
@@ -11,6 +12,11 @@ export interface KeysCliContext {
   readonly keysFile: string | undefined;
   /** Lifts a temporary ban in the configured rate-limit store; resolves with the exit code. */
   readonly unban: (keyId: string) => Promise<number>;
+  /**
+   * Reads what `keys` have used from the shared rate-limit store, in their order. Rejects with a
+   * one-line reason when there is no shared store to read, or it cannot be reached.
+   */
+  readonly readUsage: (keys: readonly ApiKey[]) => Promise<UsageReport>;
   /** A line for standard output (results: a secret, the list) and for standard error (the rest). */
   readonly out: (line: string) => void;
   readonly err: (line: string) => void;
@@ -74,6 +80,13 @@ const COMMANDS: Readonly<Record<string, Command>> = {
     summary: 'Lift a temporary ban on a key in the shared Redis store (REDIS_URL).',
     options: { id: { type: 'string' } },
     run: async (values, context) => context.unban(required(values, 'id')),
+  },
+  usage: {
+    usage: 'usage [--id <id>] [--json]',
+    summary:
+      'Show what each key (or one) has used: plan, requests counted in the current UTC minute and day, what remains, when each resets, and any ban and its end, from the shared Redis store.',
+    options: { id: { type: 'string' }, json: { type: 'boolean' } },
+    run: usage,
   },
 };
 
@@ -192,8 +205,25 @@ async function list(values: Values, context: KeysCliContext): Promise<number> {
       row.previous.map((old) => `${old.last4 ?? '?'} ${old.expires}`).join(', ') || '-',
     ]),
   ];
-  const widths = table[0]!.map((_, column) => Math.max(...table.map((cells) => cells[column]!.length)));
-  for (const cells of table) context.out(cells.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd());
+  printTable(table, context);
+  return 0;
+}
+
+async function usage(values: Values, context: KeysCliContext): Promise<number> {
+  const store = ApiKeyStore.load(keysFile(context));
+  const records = values.id === undefined ? store.records : [recordOf(store, keyId(values), context)];
+  const report = await context.readUsage(records.map((record) => record.key));
+  if (values.json === true) {
+    context.out(JSON.stringify(report, null, 2));
+    return 0;
+  }
+  const window = (usage: WindowUsageReport) => [`${usage.used}/${usage.limit}`, String(usage.remaining), usage.resetsAt];
+  const table = [
+    ['ID', 'PLAN', 'MINUTE USED', 'LEFT', 'MINUTE RESETS', 'DAY USED', 'LEFT', 'DAY RESETS', 'BANNED UNTIL'],
+    ...report.keys.map((key) => [key.id, key.plan, ...window(key.minute), ...window(key.day), key.bannedUntil ?? '-']),
+  ];
+  printTable(table, context);
+  context.err(`read at ${report.at} from the ${report.scope === 'shared' ? 'shared counters every gateway spends' : 'counters of one replica only'}`);
   return 0;
 }
 
@@ -255,6 +285,12 @@ async function rotate(values: Values, context: KeysCliContext): Promise<number> 
       (graceEnd > now ? `the previous secret works until ${new Date(graceEnd).toISOString()}` : 'the previous secret no longer works'),
   );
   return 0;
+}
+
+/** Rows of cells in columns as wide as their widest cell, the first row being the headings. */
+function printTable(table: readonly (readonly string[])[], context: KeysCliContext): void {
+  const widths = table[0]!.map((_, column) => Math.max(...table.map((cells) => cells[column]!.length)));
+  for (const cells of table) context.out(cells.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd());
 }
 
 function statusOf(record: KeyRecord, now: number): 'active' | 'expired' | 'revoked' {

@@ -1,12 +1,15 @@
 /**
- * `npm run keys -- <command>`: the API key lifecycle on the keys file (`API_KEYS_FILE`), and
- * `unban`, which lifts a key's temporary ban in the shared Redis store (`REDIS_URL`,
- * `REDIS_CLUSTER_NODES` or `REDIS_SENTINELS`, as the gateway reads them); every replica
- * notices within a second (see BanCache). With in-memory counters there is nothing shared: use
- * `DELETE /admin/bans/<keyId>` on that gateway's admin port instead. `npm run unban -- <keyId>`
- * is kept as an alias of `unban --id`.
+ * `npm run keys -- <command>`: the API key lifecycle on the keys file (`API_KEYS_FILE`), and two
+ * commands on the shared Redis store (`REDIS_URL`, `REDIS_CLUSTER_NODES` or `REDIS_SENTINELS`, as
+ * the gateway reads them): `unban`, which lifts a key's temporary ban (every replica notices
+ * within a second, see BanCache), and `usage`, which reads what keys have used. With in-memory
+ * counters there is nothing shared: each gateway's admin port answers for itself instead
+ * (`DELETE /admin/bans/<keyId>`, `GET /admin/usage`). `npm run unban -- <keyId>` is kept as an
+ * alias of `unban --id`.
  */
 import { type GatewayConfig, parseConfig } from '../config';
+import type { ApiKey } from '../edge/api-keys';
+import { readUsageReport, type UsageReport } from '../rate-limit/key-usage';
 import { keySubject } from '../rate-limit/rate-limit-policy';
 import { checkAtStartup, connectRedis } from '../rate-limit/redis-connection';
 import { RedisRateLimiter } from '../rate-limit/redis-rate-limiter';
@@ -14,32 +17,58 @@ import { runKeysCli } from './keys-cli';
 
 const CONNECT_WAIT_MS = 5000;
 
-async function unban(config: GatewayConfig, keyId: string): Promise<number> {
+const NO_REDIS = 'REDIS_URL is not set (nor REDIS_CLUSTER_NODES, REDIS_SENTINELS)';
+
+/** Why the shared store cannot be used, in one line; thrown by {@link withSharedLimiter}. */
+class SharedStoreError extends Error {}
+
+/**
+ * Runs `use` on a limiter over the configured Redis, as the gateway connects to it (any topology),
+ * and closes it after. @throws SharedStoreError when Redis is misconfigured or unreachable.
+ */
+async function withSharedLimiter<T>(
+  config: GatewayConfig & { redis: NonNullable<GatewayConfig['redis']> },
+  use: (limiter: RedisRateLimiter) => Promise<T>,
+): Promise<T> {
   const target = config.redis;
-  if (target === undefined) {
-    console.error(
-      'REDIS_URL is not set (nor REDIS_CLUSTER_NODES, REDIS_SENTINELS); with in-memory counters use DELETE /admin/bans/<keyId> on the admin port',
-    );
-    return 1;
-  }
   const redis = connectRedis({ target, commandTimeoutMs: config.redisCommandTimeoutMs });
   const limiter = new RedisRateLimiter({ redis, now: Date.now });
   try {
     const startup = await checkAtStartup(redis, target, CONNECT_WAIT_MS);
-    if (startup.state === 'misconfigured') {
-      console.error(startup.problem);
-      return 1;
-    }
-    if (startup.state === 'unreachable') {
-      console.error(`${target.variable}: no connection within ${CONNECT_WAIT_MS} ms`);
-      return 1;
-    }
-    const lifted = await limiter.unban(keySubject(keyId));
-    console.log(lifted ? `ban lifted for key ${keyId}` : `no ban in force for key ${keyId}`);
-    return 0;
+    if (startup.state === 'misconfigured') throw new SharedStoreError(startup.problem);
+    if (startup.state === 'unreachable') throw new SharedStoreError(`${target.variable}: no connection within ${CONNECT_WAIT_MS} ms`);
+    return await use(limiter);
   } finally {
     await limiter.close();
   }
+}
+
+async function unban(config: GatewayConfig, keyId: string): Promise<number> {
+  const { redis } = config;
+  if (redis === undefined) {
+    console.error(`${NO_REDIS}; with in-memory counters use DELETE /admin/bans/<keyId> on the admin port`);
+    return 1;
+  }
+  try {
+    const lifted = await withSharedLimiter({ ...config, redis }, (limiter) => limiter.unban(keySubject(keyId)));
+    console.log(lifted ? `ban lifted for key ${keyId}` : `no ban in force for key ${keyId}`);
+    return 0;
+  } catch (error) {
+    if (!(error instanceof SharedStoreError)) throw error;
+    console.error(error.message);
+    return 1;
+  }
+}
+
+async function readUsage(config: GatewayConfig, keys: readonly ApiKey[]): Promise<UsageReport> {
+  const { redis } = config;
+  if (redis === undefined) {
+    throw new Error(
+      `${NO_REDIS}: with in-memory counters each gateway counts its own requests; ask each one's admin port, GET /admin/usage (or /admin/usage/<keyId>)`,
+    );
+  }
+  const ban = { threshold: config.banThreshold, seconds: config.banSeconds };
+  return withSharedLimiter({ ...config, redis }, (limiter) => readUsageReport({ limiter, keys, ban, scope: 'shared', now: Date.now }));
 }
 
 async function main(): Promise<number> {
@@ -53,6 +82,7 @@ async function main(): Promise<number> {
   return runKeysCli(process.argv.slice(2), {
     keysFile: config.apiKeysFile === '' ? undefined : config.apiKeysFile,
     unban: (keyId) => unban(config, keyId),
+    readUsage: (keys) => readUsage(config, keys),
     out: (line) => console.log(line),
     err: (line) => console.error(line),
     now: Date.now,

@@ -1,4 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { keySubject } from '../rate-limit/rate-limit-policy';
+import type { RateLimitOutcome, RateLimiter } from '../rate-limit/rate-limiter';
 
 /** The gateway's Prometheus metrics, in a registry of their own (served on the admin port). */
 export interface GatewayMetrics {
@@ -6,6 +8,8 @@ export interface GatewayMetrics {
   readonly httpRequests: Counter<'route' | 'method' | 'status'>;
   readonly httpRequestSeconds: Histogram<'route' | 'method' | 'status'>;
   readonly rateLimitDecisions: Counter<'plan' | 'outcome'>;
+  /** The same decisions for the keys of METRICS_KEY_IDS only; see {@link countKeyDecisions}. */
+  readonly rateLimitKeyDecisions: Counter<'key_id' | 'outcome'>;
   /** 1 while the limiter runs on its in-memory fallback because Redis is unreachable. */
   readonly rateLimiterFallback: Gauge;
   /**
@@ -52,6 +56,12 @@ export function createMetrics(): GatewayMetrics {
       name: 'rate_limit_decisions_total',
       help: 'Rate-limit decisions, by plan (or "anonymous" for the per-IP limit) and outcome.',
       labelNames: ['plan', 'outcome'],
+      registers,
+    }),
+    rateLimitKeyDecisions: new Counter({
+      name: 'rate_limit_key_decisions_total',
+      help: 'Rate-limit decisions for the API keys listed in METRICS_KEY_IDS, by key id and outcome; other keys are counted by plan only.',
+      labelNames: ['key_id', 'outcome'],
       registers,
     }),
     rateLimiterFallback: new Gauge({
@@ -112,3 +122,29 @@ export function createMetrics(): GatewayMetrics {
   };
 }
 
+
+const OUTCOMES: readonly RateLimitOutcome[] = ['allowed', 'limited', 'banned'];
+
+/**
+ * `limiter`, counting its decisions by key id for `keyIds` only (METRICS_KEY_IDS): a label per key
+ * of a large keys file would give Prometheus a series per key and outcome, so the operator names
+ * the few keys worth a dashboard, and the rest are counted by plan. Every listed key starts with a
+ * 0 per outcome, so a rate over it is defined before its first request. With no ids, `limiter`
+ * itself is returned.
+ */
+export function countKeyDecisions(limiter: RateLimiter, metrics: Pick<GatewayMetrics, 'rateLimitKeyDecisions'>, keyIds: readonly string[]): RateLimiter {
+  if (keyIds.length === 0) return limiter;
+  const counted = new Map(keyIds.map((id) => [keySubject(id), id]));
+  for (const id of keyIds) for (const outcome of OUTCOMES) metrics.rateLimitKeyDecisions.inc({ key_id: id, outcome }, 0);
+  return {
+    async consume(subject, policy) {
+      const decision = await limiter.consume(subject, policy);
+      const id = counted.get(subject);
+      if (id !== undefined) metrics.rateLimitKeyDecisions.inc({ key_id: id, outcome: decision.outcome });
+      return decision;
+    },
+    usage: (subject, policy) => limiter.usage(subject, policy),
+    unban: (subject) => limiter.unban(subject),
+    close: () => limiter.close(),
+  };
+}

@@ -1,4 +1,4 @@
-import type { RateLimitDecision, RateLimiter, RateLimitPolicy } from './rate-limiter';
+import type { RateLimitDecision, RateLimiter, RateLimitPolicy, RateLimitUsage } from './rate-limiter';
 
 /** A store that can tell, without a round trip, whether a call would fail at once. */
 export interface SharedRateLimiter extends RateLimiter {
@@ -79,6 +79,22 @@ export class FallbackRateLimiter implements RateLimiter {
       }
     }
     return this.fallback.consume(subject, policy);
+  }
+
+  /**
+   * The shared store's figures while it answers; else this replica's, as requests are counted
+   * meanwhile (the result's `scope` says which). Reading changes no state: an error here neither
+   * pauses the shared store nor is logged as an outage.
+   */
+  async usage(subject: string, policy: RateLimitPolicy): Promise<RateLimitUsage> {
+    if (this.primary.available && this.monotonicNow() >= this.pausedUntil) {
+      try {
+        return await this.primary.usage(subject, policy);
+      } catch {
+        // Answered below from the counts requests fall back to.
+      }
+    }
+    return this.fallback.usage(subject, policy);
   }
 
   /** Lifts the ban in both stores; fails if the shared one cannot be reached. */

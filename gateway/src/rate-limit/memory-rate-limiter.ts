@@ -6,6 +6,8 @@ import {
   type RateLimitDecision,
   type RateLimiter,
   type RateLimitPolicy,
+  type RateLimitUsage,
+  usageOf,
   windowIndex,
 } from './rate-limiter';
 import { createWindowBucket, isSingleWindow, type WindowBucket } from './window-bucket';
@@ -116,6 +118,17 @@ export class MemoryRateLimiter implements RateLimiter {
       }
     }
     return decide(policy, now, counts, blocking);
+  }
+
+  /** This process's counts only: another replica's, or Redis's, are not seen here. */
+  usage(name: string, policy: RateLimitPolicy): Promise<RateLimitUsage> {
+    const now = this.options.now();
+    const subject = this.subjects.get(name);
+    const counts = policy.windows.map((window) => {
+      const counter = subject?.counters.get(window.name);
+      return counter !== undefined && counter.index === windowIndex(window, now) ? counter.count : 0;
+    });
+    return Promise.resolve(usageOf('replica', policy, now, counts, subject?.bannedUntil));
   }
 
   unban(name: string): Promise<boolean> {

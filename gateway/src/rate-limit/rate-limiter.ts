@@ -50,12 +50,46 @@ export interface RateLimitDecision {
   readonly bannedUntil?: number;
 }
 
+/** One window as a subject has used it so far. */
+export interface WindowUsage {
+  readonly window: RateLimitWindow;
+  /** Requests admitted in the current window (refused ones are never counted). */
+  readonly used: number;
+  /** Requests still allowed in it: the limit less `used`, never below 0. */
+  readonly remaining: number;
+  /** End of the window, ms since the epoch, when `used` starts again from 0. */
+  readonly resetAt: number;
+}
+
+/**
+ * Where the figures of a {@link RateLimitUsage} come from: `shared`, the counters every replica
+ * spends (Redis); `replica`, this process's own, which other replicas do not see.
+ */
+export type UsageScope = 'shared' | 'replica';
+
+/** What a subject has used of a key policy, read without spending anything. */
+export interface RateLimitUsage {
+  readonly scope: UsageScope;
+  /** The clock reading the figures were taken at, ms since the epoch. */
+  readonly at: number;
+  /** In policy order. */
+  readonly windows: readonly WindowUsage[];
+  /** While banned: when the ban ends, ms since the epoch. */
+  readonly bannedUntil?: number;
+}
+
 /**
  * Counts requests per subject in every window of a policy, atomically: a request is allowed only
  * when all windows have room, and only then is it counted in all of them.
  */
 export interface RateLimiter {
   consume(subject: string, policy: RateLimitPolicy): Promise<RateLimitDecision>;
+  /**
+   * What `subject` has used of a key policy (two windows and a ban, as `keyPolicy` builds), read
+   * from the counters `consume` writes without counting, striking or banning anything. The per-IP
+   * bucket is not reported.
+   */
+  usage(subject: string, policy: RateLimitPolicy): Promise<RateLimitUsage>;
   /** Lifts a ban. Resolves to whether a ban was in force. */
   unban(subject: string): Promise<boolean>;
   close(): Promise<void>;
@@ -67,6 +101,26 @@ export interface RateLimiter {
  */
 export function counterKeyPrefix(subject: string): string {
   return `{rl:${subject}}`;
+}
+
+/** The counter of `window` at index `index` (see {@link windowIndex}), in either store. */
+export function counterKey(subject: string, window: RateLimitWindow, index: number): string {
+  return `${counterKeyPrefix(subject)}:${window.name}:${index}`;
+}
+
+/** Usage figures from each window's count in the window containing `now`. */
+export function usageOf(
+  scope: UsageScope,
+  policy: RateLimitPolicy,
+  now: number,
+  counts: readonly number[],
+  bannedUntil: number | undefined,
+): RateLimitUsage {
+  const windows = policy.windows.map((window, index) => {
+    const used = counts[index] ?? 0;
+    return { window, used, remaining: Math.max(0, window.limit - used), resetAt: windowEnd(window, now) };
+  });
+  return bannedUntil !== undefined && bannedUntil > now ? { scope, at: now, windows, bannedUntil } : { scope, at: now, windows };
 }
 
 /** Index of the window that contains `now`. */

@@ -4,11 +4,14 @@ import { closeRedis, type RedisClient } from './redis-connection';
 import { RATE_LIMIT_LUA, SCRIPT_BANNED, SCRIPT_LIMITED } from './rate-limit-script';
 import {
   banned,
+  counterKey,
   counterKeyPrefix,
   decide,
   type RateLimitDecision,
   type RateLimiter,
   type RateLimitPolicy,
+  type RateLimitUsage,
+  usageOf,
   windowEnd,
   windowIndex,
 } from './rate-limiter';
@@ -73,11 +76,11 @@ export class RedisRateLimiter implements RateLimiter {
     if (cachedBanEnd !== undefined) return banned(policy, now, cachedBanEnd);
 
     const prefix = counterKeyPrefix(subject);
-    const keys = [`${prefix}:ban`];
+    const keys = [banKey(subject)];
     const windowArgs: number[] = [];
     for (const window of policy.windows) {
       const index = windowIndex(window, now);
-      keys.push(`${prefix}:${window.name}:${index}`, `${prefix}:strikes:${window.name}:${index}`);
+      keys.push(counterKey(subject, window, index), `${prefix}:strikes:${window.name}:${index}`);
       windowArgs.push(window.limit, windowEnd(window, now) - now + EXPIRY_SLACK_MS);
     }
     const banMs = (policy.ban?.seconds ?? 0) * 1000;
@@ -96,6 +99,24 @@ export class RedisRateLimiter implements RateLimiter {
     }
     this.bans.forget(subject);
     return decide(policy, now, reply.slice(2), outcome === SCRIPT_LIMITED ? detail - 1 : undefined);
+  }
+
+  /**
+   * One MGET of the ban and of the counters the script would spend at this instant: the same key
+   * names, all in the subject's hash slot, so it is one atomic read on every topology. The ban
+   * cache is bypassed: an operator asking wants Redis's answer, not one a second old.
+   */
+  async usage(subject: string, policy: RateLimitPolicy): Promise<RateLimitUsage> {
+    const now = this.now();
+    const counters = policy.windows.map((window) => counterKey(subject, window, windowIndex(window, now)));
+    const [ban, ...counts] = await this.redis.mget(banKey(subject), ...counters);
+    return usageOf(
+      'shared',
+      policy,
+      now,
+      counts.map((count) => Number(count ?? 0)),
+      ban === null || ban === undefined ? undefined : Number(ban),
+    );
   }
 
   async unban(subject: string): Promise<boolean> {

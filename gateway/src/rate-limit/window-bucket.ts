@@ -1,6 +1,6 @@
 import { type RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
 import {
-  counterKeyPrefix,
+  counterKey,
   decide,
   type RateLimitDecision,
   type RateLimitPolicy,
@@ -87,7 +87,7 @@ export function createWindowBucket(options: WindowBucketOptions): WindowBucket {
         limits.set(id, limit);
       }
       const index = windowIndex(window, now);
-      const key = `${counterKeyPrefix(admit(limit, subject, index))}:${window.name}:${index}`;
+      const key = counterKey(admit(limit, subject, index), window, index);
       // Whole seconds: the Redis store turns them into PX milliseconds, which must be an integer.
       const customDuration = Math.ceil((windowEnd(window, now) - now) / 1000) + expirySlackSeconds;
       try {

@@ -47,7 +47,14 @@ describe('API key lifecycle through the gateway (injected clock)', function () {
   const cli = async (...argv: string[]): Promise<string> => {
     const out: string[] = [];
     const err: string[] = [];
-    const code = await runKeysCli(argv, { keysFile: file, unban: async () => 1, out: (line) => out.push(line), err: (line) => err.push(line), now: () => now });
+    const code = await runKeysCli(argv, {
+      keysFile: file,
+      unban: async () => 1,
+      readUsage: () => Promise.reject(new Error('no shared store in this test')),
+      out: (line) => out.push(line),
+      err: (line) => err.push(line),
+      now: () => now,
+    });
     expect(code, err.join('\n')).to.equal(0);
     keys.reload('test');
     return out.join('\n');

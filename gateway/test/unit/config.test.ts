@@ -75,6 +75,19 @@ describe('gateway config', () => {
     }
   });
 
+  it('takes METRICS_KEY_IDS as a bounded list of key ids, none by default', () => {
+    expect(parseConfig({}, 'k').metricsKeyIds).to.deep.equal([]);
+    expect(parseConfig({ METRICS_KEY_IDS: ' acme, big.customer_2 ,acme' }, 'k').metricsKeyIds).to.deep.equal(['acme', 'big.customer_2']);
+    const fifty = Array.from({ length: 50 }, (_, i) => `key-${i}`);
+    expect(parseConfig({ METRICS_KEY_IDS: fifty.join(',') }, 'k').metricsKeyIds).to.have.length(50);
+    expect(() => parseConfig({ METRICS_KEY_IDS: [...fifty, 'one-more'].join(',') }, 'k')).to.throw(
+      /^invalid configuration: METRICS_KEY_IDS: at most 50 key ids \(51 given\)/,
+    );
+    for (const bad of ['acme,', 'a b', 'x'.repeat(65)]) {
+      expect(() => parseConfig({ METRICS_KEY_IDS: bad }, 'k'), bad).to.throw(/^invalid configuration: METRICS_KEY_IDS: .* is not a key id/);
+    }
+  });
+
   it('lists every variable it reads', () => {
     expect(ENVIRONMENT_VARIABLES).to.include.members(['PORT', 'ADMIN_PORT', 'PET_SERVICE_ADDR', 'LOG_LEVEL', 'SHUTDOWN_DELAY_MS', 'NODE_ENV']);
     expect(ENVIRONMENT_VARIABLES).to.not.include('PET_SERVICE_PORT');

@@ -5,7 +5,7 @@ import { checkAtStartup, connectRedis } from '../../../src/rate-limit/redis-conn
 import { RedisRateLimiter } from '../../../src/rate-limit/redis-rate-limiter';
 import { rateLimiterContract } from '../../unit/rate-limit/rate-limiter-contract';
 import { commandCalls, type RedisServer, startRedisOrSkip, totalCommandCalls } from '../../../../system-test/support/redis-server';
-import { type RedisClusterServers, startRedisClusterOrSkip } from '../../../../system-test/support/redis-topologies';
+import { clusterTarget, type RedisClusterServers, startRedisClusterOrSkip } from '../../../../system-test/support/redis-topologies';
 
 const FREE: RateLimitPolicy = {
   windows: [
@@ -121,14 +121,7 @@ describe('RedisRateLimiter against a real three-master Redis Cluster', function 
   const opened: RedisRateLimiter[] = [];
 
   async function replica(now: () => number): Promise<RedisRateLimiter> {
-    const target = {
-      kind: 'cluster',
-      variable: 'REDIS_CLUSTER_NODES',
-      nodes: cluster.nodes.map((node) => ({ host: '127.0.0.1', port: node.port })),
-      username: undefined,
-      password: undefined,
-      tls: false,
-    } as const;
+    const target = clusterTarget(cluster);
     const redis = connectRedis({ target, commandTimeoutMs: 2000 });
     expect(await checkAtStartup(redis, target, 10_000)).to.deep.equal({ state: 'ready' });
     const limiter = new RedisRateLimiter({ redis, now });

@@ -5,6 +5,9 @@ import { expect } from 'chai';
 import { parse as parseYaml } from 'yaml';
 import { type ApiKey, ApiKeyStore, sha256Hex } from '../../../src/edge/api-keys';
 import { runKeysCli } from '../../../src/keys/keys-cli';
+import { readUsageReport } from '../../../src/rate-limit/key-usage';
+import { MemoryRateLimiter } from '../../../src/rate-limit/memory-rate-limiter';
+import { keyPolicy, keySubject } from '../../../src/rate-limit/rate-limit-policy';
 
 const T0 = Date.parse('2030-03-01T10:00:00Z');
 const HOUR = 3_600_000;
@@ -17,11 +20,19 @@ interface Run {
   readonly unbanned: string[];
 }
 
+/** Ban settings of the usage tests: the third refusal within a blocked window bans. */
+const BAN = { threshold: 2, seconds: 900 };
+
 describe('keys CLI', () => {
   let dir: string;
   let file: string;
+  /** The store `usage` reads: Redis in production (system-test/key-usage.test.ts); the figures are the same. */
+  let limiter: MemoryRateLimiter;
+  let usageAvailable: boolean;
 
   beforeEach(() => {
+    limiter = new MemoryRateLimiter({ now: () => T0 });
+    usageAvailable = true;
     dir = mkdtempSync(join(tmpdir(), 'keys-cli-'));
     file = join(dir, 'keys.yaml');
     writeFileSync(file, `# production keys\nkeys:\n  - id: legacy\n    sha256: ${sha256Hex('legacy-secret')}\n    plan: free\n`);
@@ -38,6 +49,10 @@ describe('keys CLI', () => {
       unban: async (keyId) => {
         unbanned.push(keyId);
         return 0;
+      },
+      readUsage: async (keys) => {
+        if (!usageAvailable) throw new Error('REDIS_URL is not set');
+        return readUsageReport({ limiter, keys, ban: BAN, scope: 'shared', now: () => now });
       },
       out: (line) => out.push(line),
       err: (line) => err.push(line),
@@ -286,5 +301,76 @@ describe('keys CLI', () => {
     const run = await keys(['unban', '--id', 'acme']);
     expect(run.code).to.equal(0);
     expect(run.unbanned).to.deep.equal(['acme']);
+  });
+
+  describe('usage', () => {
+    const spend = async (id: string, limits: { perMinute: number; perDay: number }, times: number): Promise<string[]> => {
+      const outcomes: string[] = [];
+      for (let i = 0; i < times; i += 1) outcomes.push((await limiter.consume(keySubject(id), keyPolicy(limits, BAN))).outcome);
+      return outcomes;
+    };
+
+    it('prints, as JSON, each key\'s plan, used and remaining per window, their resets and its ban', async () => {
+      await create('--id', 'acme', '--plan', 'enterprise', '--per-minute', '2', '--per-day', '5');
+      expect(await spend('acme', { perMinute: 2, perDay: 5 }, 3)).to.deep.equal(['allowed', 'allowed', 'limited']);
+      expect(await spend('legacy', { perMinute: 60, perDay: 1000 }, 1)).to.deep.equal(['allowed']);
+      const run = await keys(['usage', '--json']);
+      expect(run.code, run.err).to.equal(0);
+      expect(JSON.parse(run.out)).to.deep.equal({
+        scope: 'replica',
+        at: '2030-03-01T10:00:00.000Z',
+        keys: [
+          {
+            id: 'legacy',
+            plan: 'free',
+            minute: { limit: 60, used: 1, remaining: 59, resetsAt: '2030-03-01T10:01:00.000Z' },
+            day: { limit: 1000, used: 1, remaining: 999, resetsAt: '2030-03-02T00:00:00.000Z' },
+            banned: false,
+            bannedUntil: null,
+          },
+          {
+            id: 'acme',
+            plan: 'enterprise',
+            minute: { limit: 2, used: 2, remaining: 0, resetsAt: '2030-03-01T10:01:00.000Z' },
+            day: { limit: 5, used: 2, remaining: 3, resetsAt: '2030-03-02T00:00:00.000Z' },
+            banned: false,
+            bannedUntil: null,
+          },
+        ],
+      });
+    });
+
+    it('shows one key with --id, banned and until when, as a table by default', async () => {
+      expect(await spend('legacy', { perMinute: 1, perDay: 1000 }, 4)).to.deep.equal(['allowed', 'limited', 'limited', 'banned']);
+      const json = JSON.parse((await keys(['usage', '--id', 'legacy', '--json'])).out) as { keys: Array<Record<string, unknown>> };
+      expect(json.keys.map((key) => [key.id, key.banned, key.bannedUntil])).to.deep.equal([['legacy', true, '2030-03-01T10:15:00.000Z']]);
+      const table = await keys(['usage', '--id', 'legacy']);
+      expect(table.code).to.equal(0);
+      const [heading, row, ...rest] = table.out.split('\n');
+      expect(rest).to.deep.equal([]);
+      expect(heading!.split(/ {2,}/)).to.deep.equal(['ID', 'PLAN', 'MINUTE USED', 'LEFT', 'MINUTE RESETS', 'DAY USED', 'LEFT', 'DAY RESETS', 'BANNED UNTIL']);
+      expect(row!.split(/ {2,}/)).to.deep.equal([
+        'legacy',
+        'free',
+        '1/60',
+        '59',
+        '2030-03-01T10:01:00.000Z',
+        '1/1000',
+        '999',
+        '2030-03-02T00:00:00.000Z',
+        '2030-03-01T10:15:00.000Z',
+      ]);
+      expect(table.err).to.equal('read at 2030-03-01T10:00:00.000Z from the counters of one replica only');
+    });
+
+    it('refuses an unknown key with exit code 2, and reports a store it cannot read with 1', async () => {
+      const unknown = await keys(['usage', '--id', 'nobody']);
+      expect(unknown.code).to.equal(2);
+      expect(unknown.err).to.match(/no key "nobody"/);
+      usageAvailable = false;
+      const failed = await keys(['usage']);
+      expect(failed.code).to.equal(1);
+      expect(failed.err).to.equal('keys usage: REDIS_URL is not set');
+    });
   });
 });

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { type FallbackEvent, FallbackRateLimiter, type SharedRateLimiter } from '../../../src/rate-limit/fallback-rate-limiter';
 import { MemoryRateLimiter } from '../../../src/rate-limit/memory-rate-limiter';
-import type { RateLimitDecision, RateLimitPolicy } from '../../../src/rate-limit/rate-limiter';
+import { type RateLimitDecision, type RateLimitPolicy, type RateLimitUsage, usageOf } from '../../../src/rate-limit/rate-limiter';
 
 const POLICY: RateLimitPolicy = { windows: [{ name: 'minute', limit: 2, seconds: 60 }] };
 const NOW = Date.UTC(2030, 0, 1);
@@ -18,6 +18,12 @@ class FakeShared implements SharedRateLimiter {
     this.calls += 1;
     if (this.failure !== undefined) throw this.failure;
     return this.inner.consume(subject, policy);
+  }
+
+  /** Reports one request used in every window, as a shared store. */
+  async usage(_subject: string, policy: RateLimitPolicy): Promise<RateLimitUsage> {
+    if (this.failure !== undefined) throw this.failure;
+    return usageOf('shared', policy, NOW, policy.windows.map(() => 1), undefined);
   }
 
   async unban(subject: string): Promise<boolean> {
@@ -112,5 +118,20 @@ describe('FallbackRateLimiter', () => {
     let caught: unknown;
     await limiter.unban('key:a').catch((error: unknown) => (caught = error));
     expect((caught as Error).message).to.equal('Connection is closed.');
+  });
+
+  it('reads usage from the shared store, else from this replica, without switching or logging', async () => {
+    const keyed = { windows: [POLICY.windows[0]!, { name: 'day', limit: 10, seconds: 86_400 }], ban: { threshold: 1, seconds: 60 } };
+    expect((await limiter.usage('key:a', keyed)).scope).to.equal('shared');
+    await fallback.consume('key:a', keyed);
+    primary.available = false;
+    const local = await limiter.usage('key:a', keyed);
+    expect(local.scope).to.equal('replica');
+    expect(local.windows.map((w) => w.used)).to.deep.equal([1, 1]);
+    primary.available = true;
+    primary.failure = new Error('Command timed out');
+    expect((await limiter.usage('key:a', keyed)).scope).to.equal('replica');
+    expect(events).to.deep.equal([]);
+    expect(limiter.usingFallback).to.equal(false);
   });
 });

@@ -217,5 +217,51 @@ export function rateLimiterContract(name: string, create: (now: () => number) =>
       now += 60_000;
       expect(await limiter.unban(key)).to.equal(false);
     });
+  
+    it('reports the usage that admitted and refused requests left, spending nothing', async () => {
+      const limits = policy(3, 100, { threshold: 5, seconds: 900 });
+      now = DAY_START + 2 * MINUTE + 7_000;
+      expect((await limiter.usage(key, limits)).windows.map((w) => [w.used, w.remaining])).to.deep.equal([
+        [0, 3],
+        [0, 100],
+      ]);
+      const decisions = await consumeTimes(5, limits);
+      const admitted = decisions.filter((d) => d.outcome === 'allowed').length;
+      expect(admitted).to.equal(3);
+      for (let read = 0; read < 3; read += 1) {
+        const usage = await limiter.usage(key, limits);
+        expect(usage.at).to.equal(now);
+        expect(usage.bannedUntil).to.equal(undefined);
+        expect(usage.windows.map((w) => [w.window.name, w.used, w.remaining, w.resetAt])).to.deep.equal([
+          ['minute', admitted, 0, DAY_START + 3 * MINUTE],
+          ['day', admitted, 100 - admitted, DAY_START + DAY],
+        ]);
+      }
+      now += MINUTE;
+      const nextMinute = await limiter.usage(key, limits);
+      expect(nextMinute.windows.map((w) => w.used), 'the minute starts again; the day keeps its count').to.deep.equal([0, admitted]);
+      const decision = await limiter.consume(key, limits);
+      expect(decision.windows.map((w) => w.remaining), 'the reads spent nothing').to.deep.equal([2, 100 - admitted - 1]);
+      now = DAY_START + DAY;
+      expect((await limiter.usage(key, limits)).windows.map((w) => w.used)).to.deep.equal([0, 0]);
+    });
+
+    it('reports a ban and its end while it lasts, and none once lifted or over', async () => {
+      const limits = policy(1, 100, { threshold: 1, seconds: 900 });
+      now = DAY_START + 10_000;
+      await consumeTimes(3, limits);
+      const banned = await limiter.usage(key, limits);
+      expect(banned.bannedUntil).to.equal(DAY_START + 10_000 + 900_000);
+      expect(banned.windows.map((w) => w.used)).to.deep.equal([1, 1]);
+      now += 899_999;
+      expect((await limiter.usage(key, limits)).bannedUntil).to.equal(DAY_START + 10_000 + 900_000);
+      now += 1;
+      expect((await limiter.usage(key, limits)).bannedUntil, 'over').to.equal(undefined);
+      now = DAY_START + 2 * DAY;
+      await consumeTimes(3, limits);
+      expect((await limiter.usage(key, limits)).bannedUntil).to.equal(now + 900_000);
+      await limiter.unban(key);
+      expect((await limiter.usage(key, limits)).bannedUntil, 'lifted').to.equal(undefined);
+    });
   });
 }

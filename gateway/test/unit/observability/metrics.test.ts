@@ -1,0 +1,33 @@
+import { expect } from 'chai';
+import { countKeyDecisions, createMetrics } from '../../../src/observability/metrics';
+import { MemoryRateLimiter } from '../../../src/rate-limit/memory-rate-limiter';
+import { keyPolicy, keySubject } from '../../../src/rate-limit/rate-limit-policy';
+
+describe('gateway metrics', () => {
+  describe('countKeyDecisions', () => {
+    const policy = keyPolicy({ perMinute: 1, perDay: 100 }, { threshold: 1, seconds: 900 });
+
+    it('counts decisions by key id for the listed keys only, each starting at 0 per outcome', async () => {
+      const metrics = createMetrics();
+      const limiter = countKeyDecisions(new MemoryRateLimiter({ now: () => 0 }), metrics, ['watched', 'quiet']);
+      for (let i = 0; i < 4; i += 1) await limiter.consume(keySubject('watched'), policy);
+      for (let i = 0; i < 2; i += 1) await limiter.consume(keySubject('other'), policy);
+      await limiter.consume('ip:192.0.2.1', { windows: [{ name: 'ip-minute', limit: 5, seconds: 60 }] });
+      const values = (await metrics.rateLimitKeyDecisions.get()).values.map(({ labels, value }) => [labels.key_id, labels.outcome, value]);
+      expect(values).to.have.deep.members([
+        ['watched', 'allowed', 1],
+        ['watched', 'limited', 1],
+        ['watched', 'banned', 2],
+        ['quiet', 'allowed', 0],
+        ['quiet', 'limited', 0],
+        ['quiet', 'banned', 0],
+      ]);
+      expect((await limiter.usage(keySubject('watched'), policy)).bannedUntil, 'usage passes through').to.equal(900_000);
+    });
+
+    it('returns the limiter itself when no key is listed', () => {
+      const memory = new MemoryRateLimiter({ now: () => 0 });
+      expect(countKeyDecisions(memory, createMetrics(), [])).to.equal(memory);
+    });
+  });
+});
