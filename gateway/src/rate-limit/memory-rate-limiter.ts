@@ -12,7 +12,7 @@ import {
 } from './rate-limiter';
 import { createWindowBucket, isSingleWindow, type WindowBucket } from './window-bucket';
 
-/** Default of {@link MemoryRateLimiterOptions.maxAddresses}: about 30 MB of heap, some 640 bytes per address. */
+/** Default of {@link MemoryRateLimiterOptions.maxAddresses}; what it costs in heap is in the README's settings. */
 export const DEFAULT_MAX_ADDRESSES = 50_000;
 
 export interface MemoryRateLimiterOptions {
@@ -46,7 +46,7 @@ interface Subject {
  * The per-IP bucket is rate-limiter-flexible's RateLimiterMemory, whose counters expire by
  * themselves at the end of their window; how many it holds at once is bounded by
  * {@link MemoryRateLimiterOptions.maxAddresses}, so made-up client addresses cannot exhaust the
- * heap (issue 13). The key policy (two windows spent together, strikes,
+ * heap. The key policy (two windows spent together, strikes,
  * bans) is counted here, per API key (a set the keys file bounds, so nothing needs sweeping): it must
  * keep the promises of the Redis script, which the library cannot (see rate-limit-script.ts), and
  * decide on the injected clock, while the library's memory store reads `Date.now` itself.

@@ -36,7 +36,7 @@ export const BAN_ENTRY = 'ban';
  * entry, `q=0` (no request is served) for `w` = the ban's length, `RateLimit` reports only that
  * entry, `r=0` until the ban ends, and `X-RateLimit-*` describe the same entry: limit 0, nothing
  * remaining, reset when the ban ends. Nothing is counted in a window during a ban, so naming a
- * window there would report figures the limiter never read (issue 17).
+ * window there would report figures the limiter never read.
  */
 export function rateLimitHeaders(decision: RateLimitDecision): Record<string, string> {
   const { at, policy } = decision;

@@ -31,8 +31,8 @@ export interface WindowBucketOptions {
   readonly expirySlackSeconds: number;
   /**
    * Most subjects counted apart in one window; every further subject shares one overflow counter
-   * until the window ends. Bounds the memory store, where each counter costs some 450 bytes of
-   * heap and a timer, against a flood of distinct addresses (issue 13). Default: no bound.
+   * until the window ends. Bounds the memory store, where each counter costs heap and a timer,
+   * against a flood of distinct addresses. Default: no bound.
    */
   readonly maxSubjects?: number;
 }
