@@ -40,7 +40,7 @@ describe('openapi: the content the API reference at /docs shows', () => {
   it('renders one table row per code, in the order of the one source', () => {
     const rows = errorCodeMarkdown().split('\n').slice(2);
     expect(rows.map((row) => row.split('`')[1])).to.deep.equal([...ERROR_CODES]);
-    expect(rows[0]).to.equal(`| \`invalid_request\` | 400, 408, 417, 431 | ${ERROR_CODE_TABLE.invalid_request.when} |`);
+    expect(rows[0]).to.equal(`| \`invalid_request\` | 400, 408, 417, 431, 501, 505 | ${ERROR_CODE_TABLE.invalid_request.when} |`);
   });
 
   it("keeps docs/api.md's error-code table identical to the one source", () => {
