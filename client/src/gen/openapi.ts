@@ -189,7 +189,7 @@ export interface operations {
                     RateLimit: string;
                     /**
                      * @description The next page (RFC 8288), with the same `limit` and `status`; absent on the last page.
-                     * @example </v1/pets?limit=2&status=available&cursor=djE6Mg>; rel="next"
+                     * @example </v1/pets?limit=2&status=available&cursor=djEuYXZhaWxhYmxlLjKapSb59djMg2pz9O0>; rel="next"
                      */
                     Link?: string;
                     [name: string]: unknown;

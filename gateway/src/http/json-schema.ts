@@ -1,5 +1,5 @@
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
-import { INT64_MAX, NAME_PATTERN, NAME_PATTERN_PROBLEM } from '@petstore/proto';
+import { INT64_MAX, NAME_PATTERN, NAME_PATTERN_PROBLEM, PAGE_TOKEN_PATTERN, PAGE_TOKEN_PROBLEM } from '@petstore/proto';
 import { schemas } from './openapi';
 
 /**
@@ -27,7 +27,10 @@ export function describeFirstError(errors: readonly ErrorObject[] | null | undef
 }
 
 /** What a value that misses a pattern is told, in words rather than as the pattern. */
-const PATTERN_PROBLEMS: Readonly<Record<string, string>> = { [NAME_PATTERN.source]: NAME_PATTERN_PROBLEM };
+const PATTERN_PROBLEMS: Readonly<Record<string, string>> = {
+  [NAME_PATTERN.source]: NAME_PATTERN_PROBLEM,
+  [PAGE_TOKEN_PATTERN.source]: PAGE_TOKEN_PROBLEM,
+};
 
 const SCHEMA_ID = 'petstore-openapi';
 let shared: Ajv | undefined;

@@ -6,6 +6,7 @@ import {
   NAME_MAX_CHARACTERS,
   NAME_MIN_CHARACTERS,
   NAME_PATTERN,
+  PAGE_TOKEN_PATTERN,
 } from '@petstore/proto';
 import { ERROR_CODE_TABLE, ERROR_CODES, type ErrorCode, errorCodeMarkdown } from './api-error';
 
@@ -103,7 +104,7 @@ export const schemas = {
     properties: {
       limit: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE },
       status: { $ref: '#/components/schemas/PetStatus' },
-      cursor: { type: 'string', minLength: 1, maxLength: 512 },
+      cursor: { type: 'string', pattern: PAGE_TOKEN_PATTERN.source },
     },
   },
 } as const;
@@ -250,7 +251,7 @@ export const openApiDocument = {
               Link: {
                 schema: { type: 'string' },
                 description: 'The next page (RFC 8288), with the same `limit` and `status`; absent on the last page.',
-                example: '</v1/pets?limit=2&status=available&cursor=djE6Mg>; rel="next"',
+                example: '</v1/pets?limit=2&status=available&cursor=djEuYXZhaWxhYmxlLjKapSb59djMg2pz9O0>; rel="next"',
               },
             },
             ...jsonBody('Pets'),
