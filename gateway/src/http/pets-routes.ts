@@ -48,6 +48,14 @@ export const PET_ROUTE = '/v1/pets/:petId';
 const LIST_PATH = /^\/v1\/pets\/?$/i;
 const PET_PATH = /^\/v1\/pets\/([^/]+)\/?$/i;
 
+/**
+ * The route label of a path the pets routes serve, else undefined: for requests refused before
+ * they reach a route (401, 429), so that they are logged and counted under their route.
+ */
+export function petsRouteOf(path: string): string | undefined {
+  return LIST_PATH.test(path) ? LIST_ROUTE : PET_PATH.test(path) ? PET_ROUTE : undefined;
+}
+
 const validateNewPet = compileComponentSchema('NewPet');
 const validateIdempotencyKey = compileComponentSchema('IdempotencyKey');
 const validateListQuery = compileComponentSchema('ListQuery');
