@@ -109,12 +109,13 @@ export const schemas = {
   },
 } as const;
 
-const error = (description: string, codes: readonly ErrorCode[]) => ({
+/** A response of Error bodies with `codes`; `messages` gives an operation's own example message for a code. */
+const error = (description: string, codes: readonly ErrorCode[], messages: Partial<Record<ErrorCode, string>> = {}) => ({
   description: `${description} Error codes: ${codes.join(', ')}.`,
   content: {
     'application/json': {
       schema: { $ref: '#/components/schemas/Error' },
-      examples: Object.fromEntries(codes.map((code) => [code, { value: exampleError(code) }])),
+      examples: Object.fromEntries(codes.map((code) => [code, { value: { ...exampleError(code), message: messages[code] ?? EXAMPLE_MESSAGES[code] } }])),
     },
   },
 });
@@ -159,8 +160,8 @@ export const RATE_LIMIT_HEADERS = {
   RateLimit: {
     schema: { type: 'string' },
     description:
-      'draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.',
-    example: '"minute";r=59;t=42',
+      'draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.',
+    example: '"minute";r=59;t=42, "day";r=999;t=81319',
   },
 };
 const RETRY_AFTER = {
@@ -256,7 +257,9 @@ export const openApiDocument = {
             },
             ...jsonBody('Pets'),
           },
-          '400': error('Bad `limit`, `status` or `cursor`, or two Authorization fields.', ['invalid_request']),
+          '400': error('Bad `limit`, `status` or `cursor`, or two Authorization fields.', ['invalid_request'], {
+            invalid_request: 'limit: must be <= 100',
+          }),
           ...commonErrors,
         },
       },
@@ -310,7 +313,9 @@ export const openApiDocument = {
         responses: deprecatedResponses(
           {
             '200': { description: 'The pet.', ...jsonBody('Pet') },
-            '400': error('`petId` is not a positive int64, or is not validly percent-encoded, or two Authorization fields.', ['invalid_request']),
+            '400': error('`petId` is not a positive int64, or is not validly percent-encoded, or two Authorization fields.', ['invalid_request'], {
+              invalid_request: 'petId: must be a positive int64',
+            }),
             '404': error('No pet with this id.', ['not_found']),
             '410': error('The operation has reached its sunset.', ['gone']),
             ...commonErrors,
