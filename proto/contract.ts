@@ -22,6 +22,8 @@ export function isPositiveInt64(text: string): boolean {
 /** A pet's name: 1 to 100 characters, counted as code points (as JSON Schema counts them). */
 export const NAME_MIN_CHARACTERS = 1;
 export const NAME_MAX_CHARACTERS = 100;
+/** What both services say of a name outside those bounds. */
+export const NAME_LENGTH_PROBLEM = `must be ${NAME_MIN_CHARACTERS} to ${NAME_MAX_CHARACTERS} characters`;
 /**
  * A pet's name has no control characters (Unicode category Cc: U+0000 to U+001F, U+007F to
  * U+009F): a NUL or an escape sequence in a name would reach every terminal, log and client that
@@ -56,3 +58,7 @@ export const REQUEST_ID_PATTERN = /^[A-Za-z0-9._~:+/=-]{1,128}$/;
 
 /** An idempotency key, and a caller id: 1 to 255 visible ASCII characters. */
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+/** What both services say of an idempotency key or caller id that does not match {@link IDEMPOTENCY_KEY_PATTERN}. */
+export const IDEMPOTENCY_KEY_PROBLEM = 'must be 1 to 255 visible ASCII characters';
+/** What both services say of a header or metadata entry sent more than once where one is allowed. */
+export const ONE_VALUE_PROBLEM = 'must be one value';
