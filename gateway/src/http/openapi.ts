@@ -25,6 +25,9 @@ const EXAMPLE_PETS = [
   { id: 2, name: 'Tom', categoryId: 12, status: 'sold' },
 ];
 
+/** The summary of the guide the document's introduction folds away (see `apiDescription`). */
+export const GUIDE_SUMMARY = 'Guide: authentication, rate limits, pagination, deprecation and errors';
+
 /** A representative message for each code, shown in the document's examples. */
 const EXAMPLE_MESSAGES: Readonly<Record<ErrorCode, string>> = {
   invalid_request: 'categoryId: must be a positive int64',
@@ -408,13 +411,16 @@ function headerList(headers: Record<string, { description: string; example?: unk
 }
 
 /**
- * The document's introduction, the first thing the API reference at /docs shows: what applies to
- * every operation, from the same declarations the operations use.
+ * The document's introduction, the first thing the API reference at /docs shows: two lines, then
+ * what applies to every operation, from the same declarations the operations use, folded in a
+ * `<details>` element, so that Authorize and the operations come first on the page.
  */
 function apiDescription(): string {
   return [
     'A store of animals, behind an API gateway. This reference is rendered from the OpenAPI document served at ' +
-      '[`GET /v1/openapi.json`](/v1/openapi.json), which needs no key.',
+      '[`GET /v1/openapi.json`](/v1/openapi.json), which needs no key. Set your API key with **Authorize**, ' +
+      'then **Try it out** on any operation.',
+    `<details><summary>${GUIDE_SUMMARY}</summary>`,
     '## Authentication',
     'Every operation needs `Authorization: Bearer <API key>`; in this page, set it with **Authorize** before ' +
       '**Try it out**. A missing, malformed or unknown key is 401 `unauthorized` with a `WWW-Authenticate` challenge.',
@@ -437,5 +443,6 @@ function apiDescription(): string {
     errorCodeMarkdown(),
     'Numbers: `id` and `categoryId` are int64 and never rounded on the wire. Try it out shows responses through ' +
       "the browser's JSON parser, which rounds integers above 2^53; the body the gateway sent is exact.",
+    '</details>',
   ].join('\n\n');
 }
