@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
 import { ERROR_CODES } from '../gateway/src/http/api-error';
-import { RATE_LIMIT_HEADERS } from '../gateway/src/http/openapi';
+import { GUIDE_SUMMARY, RATE_LIMIT_HEADERS } from '../gateway/src/http/openapi';
 import { launchChromiumOrSkip } from './support/browser';
 import { startTestStack, TEST_KEYS, type TestStack } from './support/test-stack';
 
@@ -47,7 +47,7 @@ describe('API reference page in Chromium', function () {
     await page.close();
   });
 
-  it('shows the introduction and the three operations with no console error, CSP violation or failed request', async () => {
+  it('shows Authorize and the three operations first, the guide folded, with no console error, CSP violation or failed request', async () => {
     await page.goto(`${stack!.baseUrl}/docs`);
     await page.locator('#operations-pets-getPet').waitFor();
     for (const operation of ['listPets', 'createPet', 'getPet']) {
@@ -56,6 +56,12 @@ describe('API reference page in Chromium', function () {
     const paths = await page.locator('.opblock-summary [data-path]').evaluateAll((spans) => spans.map((span) => span.getAttribute('data-path')));
     expect(paths).to.deep.equal(['/pets', '/pets', '/pets/{petId}']);
     expect(await page.locator('#operations-pets-getPet .opblock-summary-path__deprecated').count(), 'getPet shown deprecated').to.equal(1);
+    // Authorize and the operations come first: on screen without scrolling, the guide folded.
+    for (const selector of ['button.authorize', '#operations-pets-listPets', '#operations-pets-getPet']) {
+      const box = await page.locator(selector).first().boundingBox();
+      expect(box!.y + box!.height, `${selector} within the first 900 pixels`).to.be.below(900);
+    }
+    await page.locator('.information-container summary', { hasText: GUIDE_SUMMARY }).click();
     const intro = await page.locator('.information-container').innerText();
     for (const heading of ['Authentication', 'Rate limits', 'Pagination', 'Deprecation', 'Errors']) expect(intro).to.include(heading);
     for (const header of Object.keys(RATE_LIMIT_HEADERS)) expect(intro).to.include(header);

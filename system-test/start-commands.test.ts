@@ -40,6 +40,27 @@ describe('SIGTERM to a documented start command reaches the servers behind it', 
     await expectClosed(p.gateway!, p.gatewayAdmin!, p.pet!, p.petAdmin!);
   });
 
+  // Issue 27, finding 8: Ctrl-C signals the terminal's whole foreground process group.
+  it('npm start: Ctrl-C (SIGINT to the process group) stops the gateway, then the pet service', async () => {
+    const p = await ports('gateway', 'gatewayAdmin', 'pet', 'petAdmin');
+    started = run(
+      'npm',
+      ['start'],
+      { PORT: String(p.gateway), ADMIN_PORT: String(p.gatewayAdmin), PET_SERVICE_PORT: String(p.pet), PET_SERVICE_ADMIN_PORT: String(p.petAdmin) },
+      { detached: true },
+    );
+    await Promise.all([started.waitForLine('gateway listening'), started.waitForLine('pet service listening')]);
+    const exited = once(started.child, 'exit');
+    process.kill(-started.child.pid!, 'SIGINT');
+    expect(await exited).to.deep.equal([0, null]);
+    const signals = started.lines.filter((line) => line.includes('"signal":"'));
+    expect(signals.map((line) => /"service":"([^"]+)","signal":"([^"]+)"/.exec(line)?.slice(1).join(' '))).to.deep.equal([
+      'gateway SIGTERM',
+      'pet-service SIGTERM',
+    ]);
+    await expectClosed(p.gateway!, p.gatewayAdmin!, p.pet!, p.petAdmin!);
+  });
+
   it('npm run start:gateway: the in-flight request is answered, then the gateway closes its ports', async () => {
     const p = await ports('gateway', 'gatewayAdmin', 'nobody');
     started = run('npm', ['run', 'start:gateway'], {

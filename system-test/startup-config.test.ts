@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -51,7 +52,11 @@ describe('startup with bad configuration: one line naming the setting, exit 1', 
       ),
       /^ROUTES_FILE \S+: routes\[1\] "\/v1\/store\/orders": timeoutMs must be a positive integer$/,
     ],
+    ['gateway', 'PET_SERVICE_ADDR', '::::', /^invalid configuration: PET_SERVICE_ADDR: must be a gRPC target: /],
+    ['gateway', 'PET_SERVICE_ADDR', 'pets:99999', /^invalid configuration: PET_SERVICE_ADDR: must be a gRPC target: /],
     ['pet-service', 'PET_SERVICE_PORT', '99999', /^invalid configuration: PET_SERVICE_PORT: /],
+    ['pet-service', 'MONGODB_URI', 'nonsense', /^invalid configuration: MONGODB_URI: not a MongoDB connection string: /],
+    ['pet-service', 'MONGODB_URI', 'mongodb://user:hunter2@', /^invalid configuration: MONGODB_URI: not a MongoDB connection string: (?!.*hunter2)/],
     ['pet-service', 'MONGODB_TIMEOUT_MS', '0', /^invalid configuration: MONGODB_TIMEOUT_MS: /],
     ['pet-service', 'SHUTDOWN_TIMEOUT_MS', '2.5', /^invalid configuration: SHUTDOWN_TIMEOUT_MS: /],
     ['pet-service', 'MONGODB_READ_PREFERENCE', 'secondaries', /^invalid configuration: MONGODB_READ_PREFERENCE: /],
@@ -67,4 +72,26 @@ describe('startup with bad configuration: one line naming the setting, exit 1', 
       expect(lines[0]).to.match(message);
     });
   }
+
+  it('pet-service: MONGODB_URI on a closed port names the host and the cause, and exits 1', async () => {
+    const closed = await closedPort();
+    const result = start('pet-service', { MONGODB_URI: `mongodb://127.0.0.1:${closed}`, MONGODB_TIMEOUT_MS: '500' });
+    expect(result.status, result.stderr).to.equal(1);
+    const fatal = `${result.stdout}${result.stderr}`.split('\n').filter((line) => line.includes('"level":60'));
+    expect(fatal, result.stdout).to.have.length(1);
+    const { err } = JSON.parse(fatal[0]!) as { err: { message: string } };
+    expect(err.message).to.equal(`pet store unavailable: MongoDB at 127.0.0.1:${closed}: connect ECONNREFUSED 127.0.0.1:${closed}`);
+  });
 });
+
+/** A port nothing listens on: bound, then released. */
+function closedPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}

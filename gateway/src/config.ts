@@ -199,12 +199,38 @@ function isAddressOrCidr(entry: string): boolean {
   return /^[0-9]+$/.test(prefix) && Number(prefix) >= 1 && Number(prefix) <= (family === 4 ? 32 : 128);
 }
 
+/**
+ * A gRPC target as grpc-js reads it: `host[:port]`, `[IPv6][:port]`, a bare IPv6 address, or the
+ * same after `dns:` (`dns:///name:port`, to balance over every address); `ipv4:`, `ipv6:` and
+ * `unix:` targets are taken as written. grpc-js accepts any text and only fails each call with
+ * UNAVAILABLE, so a typo (`::::`) would leave a gateway that says it is listening and answers
+ * every call with 503.
+ */
+const grpcTarget = makeValidator<string>((input) => {
+  if (/^(?:ipv4|ipv6|unix|unix-abstract):./.test(input)) return input;
+  const authority = input.replace(/^dns:(?:\/\/[^/]*\/)?/, '');
+  if (!isHostAndPort(authority)) throw new EnvError('must be a gRPC target: host:port, [IPv6]:port or dns:///host:port');
+  return input;
+});
+
+function isHostAndPort(authority: string): boolean {
+  const bracketed = /^\[([^\]]+)\](?::([0-9]+))?$/.exec(authority);
+  if (bracketed !== null) return isIP(bracketed[1]!) === 6 && isPort(bracketed[2]);
+  if (authority.indexOf(':') !== authority.lastIndexOf(':')) return isIP(authority) === 6;
+  const [host = '', port] = authority.split(':');
+  return /^[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?$/.test(host) && !host.includes('..') && isPort(port);
+}
+
+function isPort(port: string | undefined): boolean {
+  return port === undefined || (/^[0-9]{1,5}$/.test(port) && Number(port) >= 1 && Number(port) <= 65535);
+}
+
 /** The variables the gateway reads, as envalid validators. */
 function environmentSpec(defaultKeysFile: string) {
   return {
     HOST: str({ default: '0.0.0.0', desc: 'Interface the HTTP server binds' }),
     PORT: listenPort({ default: 8080, desc: 'HTTP port; 0 picks a free one' }),
-    PET_SERVICE_ADDR: str({ default: 'localhost:50051', desc: 'gRPC target of the pet service' }),
+    PET_SERVICE_ADDR: grpcTarget({ default: 'localhost:50051', desc: 'gRPC target of the pet service' }),
     PET_SERVICE_TIMEOUT_MS: num({ default: 2000, desc: 'Deadline of every call to the pet service' }),
     API_KEYS_FILE: str({ default: defaultKeysFile, desc: 'YAML or JSON keys file' }),
     ROUTES_FILE: str({ default: '', desc: 'YAML routes proxied to HTTP upstreams (docs/routes.md); empty: none' }),

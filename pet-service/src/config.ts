@@ -8,7 +8,23 @@ import {
   SHUTDOWN_ENV,
   throwOnError,
 } from '@petstore/runtime';
-import { cleanEnv, str } from 'envalid';
+import { cleanEnv, EnvError, makeValidator, str } from 'envalid';
+import { MongoClient } from 'mongodb';
+
+/**
+ * A MongoDB connection string, or empty for the in-memory store. The driver's own parser judges
+ * it (its constructor parses and connects nothing); its message never repeats the string, which
+ * may hold a password.
+ */
+const mongodbUri = makeValidator<string>((input) => {
+  if (input === '') return input;
+  try {
+    new MongoClient(input);
+  } catch (error) {
+    throw new EnvError(`not a MongoDB connection string: ${(error as Error).message}`);
+  }
+  return input;
+});
 
 /** The pet service's settings, read once at startup by `main.ts`. */
 export interface PetServiceConfig {
@@ -68,7 +84,7 @@ export const DEFAULT_ID_BLOCK_SIZE = 1000;
 const ENVIRONMENT_SPEC = {
   PET_SERVICE_HOST: str({ default: '0.0.0.0', desc: 'Interface the gRPC server binds' }),
   PET_SERVICE_PORT: listenPort({ default: 50051, desc: 'gRPC port; 0 picks a free one' }),
-  MONGODB_URI: str({ default: '', desc: 'MongoDB connection string; empty selects the in-memory store' }),
+  MONGODB_URI: mongodbUri({ default: '', desc: 'MongoDB connection string; empty selects the in-memory store' }),
   MONGODB_DB: str({ default: 'petstore', desc: 'MongoDB database name' }),
   MONGODB_TIMEOUT_MS: positiveInteger({
     default: 1000,

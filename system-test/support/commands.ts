@@ -18,9 +18,12 @@ export interface Started {
   waitForLine(text: string): Promise<void>;
 }
 
-/** Runs a documented command as a user would, from the repository root, capturing its output. */
-export function run(command: string, args: readonly string[], env: NodeJS.ProcessEnv): Started {
-  const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Runs a documented command as a user would, from the repository root, capturing its output;
+ * `detached`: in a process group of its own, as a terminal's foreground job is.
+ */
+export function run(command: string, args: readonly string[], env: NodeJS.ProcessEnv, { detached = false } = {}): Started {
+  const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached });
   const lines: string[] = [];
   const waiters: Array<{ text: string; resolve: () => void }> = [];
   for (const stream of [child.stdout!, child.stderr!]) {

@@ -183,13 +183,13 @@ export interface operations {
                      */
                     "RateLimit-Policy": string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
                     /**
                      * @description The next page (RFC 8288), with the same `limit` and `status`; absent on the last page.
-                     * @example </v1/pets?limit=2&status=available&cursor=djE6Mg>; rel="next"
+                     * @example </v1/pets?limit=2&status=available&cursor=djEuYXZhaWxhYmxlLjKapSb59djMg2pz9O0>; rel="next"
                      */
                     Link?: string;
                     [name: string]: unknown;
@@ -222,8 +222,8 @@ export interface operations {
                      */
                     "RateLimit-Policy": string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
                     [name: string]: unknown;
@@ -256,8 +256,8 @@ export interface operations {
                      */
                     "RateLimit-Policy": string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
                     /** @description `Bearer realm="petstore"`, with `error="invalid_token"` when a Bearer credential was sent. */
@@ -292,8 +292,8 @@ export interface operations {
                      */
                     "RateLimit-Policy": string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
                     [name: string]: unknown;
@@ -326,8 +326,8 @@ export interface operations {
                      */
                     "RateLimit-Policy": string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
                     Allow: string;
@@ -361,8 +361,8 @@ export interface operations {
                      */
                     "RateLimit-Policy": string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
                     /**
@@ -400,8 +400,8 @@ export interface operations {
                      */
                     "RateLimit-Policy"?: string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit?: string;
                     [name: string]: unknown;
@@ -434,8 +434,8 @@ export interface operations {
                      */
                     "RateLimit-Policy": string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
                     [name: string]: unknown;
@@ -468,8 +468,8 @@ export interface operations {
                      */
                     "RateLimit-Policy": string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
                     [name: string]: unknown;
@@ -520,8 +520,8 @@ export interface operations {
                      */
                     "RateLimit-Policy": string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
                     /** @description /v1/pets/{id} */
@@ -558,8 +558,8 @@ export interface operations {
                      */
                     "RateLimit-Policy": string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
                     [name: string]: unknown;
@@ -592,8 +592,8 @@ export interface operations {
                      */
                     "RateLimit-Policy": string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
                     /** @description `Bearer realm="petstore"`, with `error="invalid_token"` when a Bearer credential was sent. */
@@ -628,8 +628,8 @@ export interface operations {
                      */
                     "RateLimit-Policy": string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
                     [name: string]: unknown;
@@ -662,8 +662,8 @@ export interface operations {
                      */
                     "RateLimit-Policy": string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
                     Allow: string;
@@ -697,8 +697,8 @@ export interface operations {
                      */
                     "RateLimit-Policy": string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
                     [name: string]: unknown;
@@ -731,8 +731,8 @@ export interface operations {
                      */
                     "RateLimit-Policy": string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
                     [name: string]: unknown;
@@ -765,8 +765,8 @@ export interface operations {
                      */
                     "RateLimit-Policy": string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
                     [name: string]: unknown;
@@ -799,8 +799,8 @@ export interface operations {
                      */
                     "RateLimit-Policy": string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
                     /**
@@ -838,8 +838,8 @@ export interface operations {
                      */
                     "RateLimit-Policy"?: string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit?: string;
                     [name: string]: unknown;
@@ -872,8 +872,8 @@ export interface operations {
                      */
                     "RateLimit-Policy": string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
                     [name: string]: unknown;
@@ -906,8 +906,8 @@ export interface operations {
                      */
                     "RateLimit-Policy": string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
                     [name: string]: unknown;
@@ -953,8 +953,8 @@ export interface operations {
                      */
                     "RateLimit-Policy": string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
                     /**
@@ -1002,8 +1002,8 @@ export interface operations {
                      */
                     "RateLimit-Policy": string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
                     /**
@@ -1051,8 +1051,8 @@ export interface operations {
                      */
                     "RateLimit-Policy": string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
                     /** @description `Bearer realm="petstore"`, with `error="invalid_token"` when a Bearer credential was sent. */
@@ -1087,8 +1087,8 @@ export interface operations {
                      */
                     "RateLimit-Policy": string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
                     /**
@@ -1136,8 +1136,8 @@ export interface operations {
                      */
                     "RateLimit-Policy": string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
                     /**
@@ -1185,8 +1185,8 @@ export interface operations {
                      */
                     "RateLimit-Policy": string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
                     Allow: string;
@@ -1220,8 +1220,8 @@ export interface operations {
                      */
                     "RateLimit-Policy": string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
                     /**
@@ -1269,8 +1269,8 @@ export interface operations {
                      */
                     "RateLimit-Policy": string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
                     /**
@@ -1323,8 +1323,8 @@ export interface operations {
                      */
                     "RateLimit-Policy"?: string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit?: string;
                     /**
@@ -1372,8 +1372,8 @@ export interface operations {
                      */
                     "RateLimit-Policy": string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
                     /**
@@ -1421,8 +1421,8 @@ export interface operations {
                      */
                     "RateLimit-Policy": string;
                     /**
-                     * @description draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
-                     * @example "minute";r=59;t=42
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
                     /**

@@ -5,7 +5,8 @@ import type { ApiKey, ApiKeyDirectory, KeyRefusal } from './api-keys';
 
 // RFC 7235: the scheme is case-insensitive; RFC 6750 token68 characters only.
 const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
-const BEARER_SCHEME = /^bearer(?: |$)/i;
+/** The Bearer scheme, whatever follows it: a tab or another character than a space is a malformed credential, not another scheme. */
+const BEARER_SCHEME = /^bearer(?![!#$%&'*+\-.^_`|~0-9A-Za-z])/i;
 const CHALLENGE = 'Bearer realm="petstore"';
 const INVALID_TOKEN = `${CHALLENGE}, error="invalid_token"`;
 

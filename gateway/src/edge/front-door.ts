@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import proxyAddr from 'proxy-addr';
 import { ApiError } from '../http/api-error';
 import { sendApiError } from '../http/error-handler';
-import type { PetsRoutes } from '../http/pets-routes';
+import { petsRouteOf, type PetsRoutes } from '../http/pets-routes';
 import type { ApiKey, ApiKeyDirectory } from './api-keys';
 import { AMBIGUOUS_CREDENTIALS, authenticate } from './authenticate';
 import type { CorsPolicy } from './cors-policy';
@@ -98,6 +98,7 @@ export function createFrontDoor(options: FrontDoorOptions): RequestListener {
       return;
     }
     if (identity instanceof ApiError && (identity === AMBIGUOUS_CREDENTIALS || (KEYED.test(path) && !OPENAPI_DOCUMENT.test(path)))) {
+      context.route = petsRouteOf(path);
       sendApiError(request, response, identity);
       return;
     }
@@ -131,6 +132,7 @@ export function createFrontDoor(options: FrontDoorOptions): RequestListener {
         if (result.outcome !== 'allowed') {
           // Refused before its body was read: the connection closes once the answer is written,
           // so a client cannot keep trickling a body nobody reads.
+          context.route = petsRouteOf(path);
           sendApiError(request, response, refusal(result, key === undefined));
           return;
         }

@@ -6,8 +6,8 @@
  */
 export const ERROR_CODE_TABLE = {
   invalid_request: {
-    statuses: [400, 408, 417, 431],
-    when: 'bad body, field, query parameter, path parameter, cursor or HTTP framing (408: not received in time; 417: an `Expect` other than `100-continue`; 431: oversized headers)',
+    statuses: [400, 408, 417, 431, 501, 505],
+    when: 'bad body, field, query parameter, path parameter, cursor or HTTP framing (408: not received in time; 417: an `Expect` other than `100-continue`; 431: oversized headers; 501: `CONNECT`, or a method HTTP parsers do not know; 505: an HTTP version other than 1.x)',
   },
   unauthorized: { statuses: [401], when: 'missing or unknown API key' },
   forbidden: {

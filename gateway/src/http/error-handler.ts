@@ -78,6 +78,17 @@ export function isUndecodableParameter(error: unknown): boolean {
   return error instanceof URIError && (error as { status?: unknown }).status === 400;
 }
 
+const UNDECODABLE_BODY = ApiError.invalid('body', 'does not decode as its Content-Encoding says');
+
+/**
+ * Whether `error` is zlib's, which body-parser passes on with status 400 and no type when a gzip,
+ * deflate or br body does not decode: zlib's codes are `Z_…`, brotli's `ERR__…`.
+ */
+function isDecompressionError(error: object): boolean {
+  const { code } = error as { code?: unknown };
+  return typeof code === 'string' && /^(?:Z_|ERR__)/.test(code);
+}
+
 /** Normalises anything thrown into an {@link ApiError}. */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
@@ -87,7 +98,7 @@ export function toApiError(error: unknown): ApiError {
     const { type, status } = error as { type?: unknown; status?: unknown };
     if (typeof type === 'string' && HTTP_ERROR_TYPES[type] !== undefined) return HTTP_ERROR_TYPES[type];
     if (typeof status === 'number' && status >= 400 && status < 500) {
-      return new ApiError(400, 'invalid_request', 'malformed request');
+      return isDecompressionError(error) ? UNDECODABLE_BODY : new ApiError(400, 'invalid_request', 'malformed request');
     }
   }
   return new ApiError(500, 'internal', 'internal error');

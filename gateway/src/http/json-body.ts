@@ -15,6 +15,8 @@ const TOO_LARGE = new ApiError(413, 'payload_too_large', 'body: larger than 64 K
 const MISSING = ApiError.invalid('body', 'is required: send a JSON object');
 const NOT_JSON_TYPE = new ApiError(415, 'unsupported_media_type', 'body: Content-Type must be application/json');
 const NOT_UTF8_CHARSET = new ApiError(415, 'unsupported_media_type', 'body: charset must be utf-8');
+const NOT_JSON = ApiError.invalid('body', 'is not valid JSON');
+const REPEATED_MEMBER = ApiError.invalid('body', 'repeats a member name within one object: send each once');
 
 /** The media type of a Content-Type field, lowercased, as type-is (express's `request.is`) reads it. */
 function mediaType(header: string | undefined): { type: string; charset: string | undefined } | undefined {
@@ -31,7 +33,7 @@ function mediaType(header: string | undefined): { type: string; charset: string 
  * Reads a request's JSON body. Accepts only an `application/json` body (415 otherwise, and for a
  * charset other than UTF-8, the only one RFC 8259 allows) of at most 64 KiB (413), that is valid
  * UTF-8, escapes no unpaired surrogate, nests at most 64 deep and parses as JSON without rounding
- * big integers (400 naming `body` for each). A request without a body gets 400 `body: is
+ * big integers and names no member twice in one object (400 naming `body` for each). A request without a body gets 400 `body: is
  * required`, whatever its Content-Type says. Whether the value is an object is the schema's
  * question.
  *
@@ -63,7 +65,8 @@ export async function readJsonBody(request: IncomingMessage, response: ServerRes
   if (problem !== undefined) throw ApiError.invalid('body', problem);
   try {
     return parseJsonLosslessly(text);
-  } catch {
-    throw ApiError.invalid('body', 'is not valid JSON');
+  } catch (error) {
+    // RFC 8259 allows a repeated member name but leaves its meaning open: refused, and said so.
+    throw /^Duplicate key /.test((error as Error).message) ? REPEATED_MEMBER : NOT_JSON;
   }
 }

@@ -1,5 +1,5 @@
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
-import { INT64_MAX, NAME_PATTERN, NAME_PATTERN_PROBLEM } from '@petstore/proto';
+import { INT64_MAX, NAME_LENGTH_PROBLEM, NAME_PATTERN, NAME_PATTERN_PROBLEM, PAGE_TOKEN_PATTERN, PAGE_TOKEN_PROBLEM } from '@petstore/proto';
 import { schemas } from './openapi';
 
 /**
@@ -22,12 +22,22 @@ export function describeFirstError(errors: readonly ErrorObject[] | null | undef
     return `${join(path, String(error.params.additionalProperty))}: is not a known field`;
   }
   if (error.keyword === 'pattern') return `${path || root}: ${PATTERN_PROBLEMS[String(error.params.pattern)] ?? error.message}`;
+  if ((error.keyword === 'minLength' || error.keyword === 'maxLength') && LENGTH_PROBLEMS[path] !== undefined) return `${path}: ${LENGTH_PROBLEMS[path]}`;
   if (error.keyword === 'enum') return `${path || root}: must be one of ${(error.params.allowedValues as string[]).join(', ')}`;
   return `${path || root}: ${error.message ?? 'is invalid'}`;
 }
 
+/**
+ * What a field outside its length bounds is told: the words the pet service uses for the same
+ * rule (proto/contract.ts), so HTTP and gRPC callers read one message.
+ */
+const LENGTH_PROBLEMS: Readonly<Record<string, string>> = { name: NAME_LENGTH_PROBLEM };
+
 /** What a value that misses a pattern is told, in words rather than as the pattern. */
-const PATTERN_PROBLEMS: Readonly<Record<string, string>> = { [NAME_PATTERN.source]: NAME_PATTERN_PROBLEM };
+const PATTERN_PROBLEMS: Readonly<Record<string, string>> = {
+  [NAME_PATTERN.source]: NAME_PATTERN_PROBLEM,
+  [PAGE_TOKEN_PATTERN.source]: PAGE_TOKEN_PROBLEM,
+};
 
 const SCHEMA_ID = 'petstore-openapi';
 let shared: Ajv | undefined;

@@ -6,6 +6,7 @@ import {
   NAME_MAX_CHARACTERS,
   NAME_MIN_CHARACTERS,
   NAME_PATTERN,
+  PAGE_TOKEN_PATTERN,
 } from '@petstore/proto';
 import { ERROR_CODE_TABLE, ERROR_CODES, type ErrorCode, errorCodeMarkdown } from './api-error';
 
@@ -23,6 +24,9 @@ const EXAMPLE_PETS = [
   { id: 1, name: 'Rex', categoryId: 3, status: 'available' },
   { id: 2, name: 'Tom', categoryId: 12, status: 'sold' },
 ];
+
+/** The summary of the guide the document's introduction folds away (see `apiDescription`). */
+export const GUIDE_SUMMARY = 'Guide: authentication, rate limits, pagination, deprecation and errors';
 
 /** A representative message for each code, shown in the document's examples. */
 const EXAMPLE_MESSAGES: Readonly<Record<ErrorCode, string>> = {
@@ -103,17 +107,18 @@ export const schemas = {
     properties: {
       limit: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE },
       status: { $ref: '#/components/schemas/PetStatus' },
-      cursor: { type: 'string', minLength: 1, maxLength: 512 },
+      cursor: { type: 'string', pattern: PAGE_TOKEN_PATTERN.source },
     },
   },
 } as const;
 
-const error = (description: string, codes: readonly ErrorCode[]) => ({
+/** A response of Error bodies with `codes`; `messages` gives an operation's own example message for a code. */
+const error = (description: string, codes: readonly ErrorCode[], messages: Partial<Record<ErrorCode, string>> = {}) => ({
   description: `${description} Error codes: ${codes.join(', ')}.`,
   content: {
     'application/json': {
       schema: { $ref: '#/components/schemas/Error' },
-      examples: Object.fromEntries(codes.map((code) => [code, { value: exampleError(code) }])),
+      examples: Object.fromEntries(codes.map((code) => [code, { value: { ...exampleError(code), message: messages[code] ?? EXAMPLE_MESSAGES[code] } }])),
     },
   },
 });
@@ -158,8 +163,8 @@ export const RATE_LIMIT_HEADERS = {
   RateLimit: {
     schema: { type: 'string' },
     description:
-      'draft-ietf-httpapi-ratelimit-headers-10: the window closest to exhaustion, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.',
-    example: '"minute";r=59;t=42',
+      'draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.',
+    example: '"minute";r=59;t=42, "day";r=999;t=81319',
   },
 };
 const RETRY_AFTER = {
@@ -250,12 +255,14 @@ export const openApiDocument = {
               Link: {
                 schema: { type: 'string' },
                 description: 'The next page (RFC 8288), with the same `limit` and `status`; absent on the last page.',
-                example: '</v1/pets?limit=2&status=available&cursor=djE6Mg>; rel="next"',
+                example: '</v1/pets?limit=2&status=available&cursor=djEuYXZhaWxhYmxlLjKapSb59djMg2pz9O0>; rel="next"',
               },
             },
             ...jsonBody('Pets'),
           },
-          '400': error('Bad `limit`, `status` or `cursor`, or two Authorization fields.', ['invalid_request']),
+          '400': error('Bad `limit`, `status` or `cursor`, or two Authorization fields.', ['invalid_request'], {
+            invalid_request: 'limit: must be <= 100',
+          }),
           ...commonErrors,
         },
       },
@@ -309,7 +316,9 @@ export const openApiDocument = {
         responses: deprecatedResponses(
           {
             '200': { description: 'The pet.', ...jsonBody('Pet') },
-            '400': error('`petId` is not a positive int64, or is not validly percent-encoded, or two Authorization fields.', ['invalid_request']),
+            '400': error('`petId` is not a positive int64, or is not validly percent-encoded, or two Authorization fields.', ['invalid_request'], {
+              invalid_request: 'petId: must be a positive int64',
+            }),
             '404': error('No pet with this id.', ['not_found']),
             '410': error('The operation has reached its sunset.', ['gone']),
             ...commonErrors,
@@ -402,13 +411,16 @@ function headerList(headers: Record<string, { description: string; example?: unk
 }
 
 /**
- * The document's introduction, the first thing the API reference at /docs shows: what applies to
- * every operation, from the same declarations the operations use.
+ * The document's introduction, the first thing the API reference at /docs shows: two lines, then
+ * what applies to every operation, from the same declarations the operations use, folded in a
+ * `<details>` element, so that Authorize and the operations come first on the page.
  */
 function apiDescription(): string {
   return [
     'A store of animals, behind an API gateway. This reference is rendered from the OpenAPI document served at ' +
-      '[`GET /v1/openapi.json`](/v1/openapi.json), which needs no key.',
+      '[`GET /v1/openapi.json`](/v1/openapi.json), which needs no key. Set your API key with **Authorize**, ' +
+      'then **Try it out** on any operation.',
+    `<details><summary>${GUIDE_SUMMARY}</summary>`,
     '## Authentication',
     'Every operation needs `Authorization: Bearer <API key>`; in this page, set it with **Authorize** before ' +
       '**Try it out**. A missing, malformed or unknown key is 401 `unauthorized` with a `WWW-Authenticate` challenge.',
@@ -431,5 +443,6 @@ function apiDescription(): string {
     errorCodeMarkdown(),
     'Numbers: `id` and `categoryId` are int64 and never rounded on the wire. Try it out shows responses through ' +
       "the browser's JSON parser, which rounds integers above 2^53; the body the gateway sent is exact.",
+    '</details>',
   ].join('\n\n');
 }

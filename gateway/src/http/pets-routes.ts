@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseQuery } from 'node:querystring';
 import type { Metadata } from '@grpc/grpc-js';
-import { callMetadata, isPositiveInt64 } from '@petstore/proto';
+import { callMetadata, IDEMPOTENCY_KEY_PROBLEM, isPositiveInt64, ONE_VALUE_PROBLEM } from '@petstore/proto';
 import parseUrl from 'parseurl';
 import type { RequestContext } from '../edge/request-context';
 import type { PetClient } from '../pet-service-client/pet-client';
@@ -10,6 +10,7 @@ import { markDeprecated } from './deprecation';
 import { methodNotAllowed, sendApiError, sendJson, toApiError, type InternalErrorListener } from './error-handler';
 import { compileComponentSchema, describeFirstError } from './json-schema';
 import { readJsonBody } from './json-body';
+import { fieldCount } from './raw-headers';
 import { petsToJson, petToJson, toWireStatus } from './pet-json';
 
 export interface PetsRoutesOptions {
@@ -48,6 +49,14 @@ export const PET_ROUTE = '/v1/pets/:petId';
 const LIST_PATH = /^\/v1\/pets\/?$/i;
 const PET_PATH = /^\/v1\/pets\/([^/]+)\/?$/i;
 
+/**
+ * The route label of a path the pets routes serve, else undefined: for requests refused before
+ * they reach a route (401, 429), so that they are logged and counted under their route.
+ */
+export function petsRouteOf(path: string): string | undefined {
+  return LIST_PATH.test(path) ? LIST_ROUTE : PET_PATH.test(path) ? PET_ROUTE : undefined;
+}
+
 const validateNewPet = compileComponentSchema('NewPet');
 const validateIdempotencyKey = compileComponentSchema('IdempotencyKey');
 const validateListQuery = compileComponentSchema('ListQuery');
@@ -57,7 +66,8 @@ const PET_METHODS = methodNotAllowed('GET, HEAD');
 const UNDECODABLE_PET_ID = ApiError.invalid('petId', 'malformed percent-encoding');
 const NOT_A_PET_ID = ApiError.invalid('petId', 'must be a positive int64');
 const NOT_AN_OBJECT = ApiError.invalid('body', 'must be a JSON object');
-const BAD_IDEMPOTENCY_KEY = ApiError.invalid('Idempotency-Key', 'must be 1 to 255 visible ASCII characters');
+const BAD_IDEMPOTENCY_KEY = ApiError.invalid('Idempotency-Key', IDEMPOTENCY_KEY_PROBLEM);
+const TWO_IDEMPOTENCY_KEYS = ApiError.invalid('Idempotency-Key', ONE_VALUE_PROBLEM);
 
 /**
  * `/v1/pets` and `/v1/pets/{petId}`, the product's hot path: JSON in, one gRPC call each, JSON
@@ -89,7 +99,10 @@ export function createPetsRoutes({ petClient, now, onInternalError }: PetsRoutes
     if (!validateNewPet(body)) throw new ApiError(400, 'invalid_request', describeFirstError(validateNewPet.errors, 'body'));
     const pet = body as NewPetBody;
     const idempotencyKey = request.headers['idempotency-key'];
-    if (idempotencyKey !== undefined && !validateIdempotencyKey(idempotencyKey)) throw BAD_IDEMPOTENCY_KEY;
+    // Node joins repeated fields with ", ", which the pattern would refuse as a bad value.
+    if (idempotencyKey !== undefined && !validateIdempotencyKey(idempotencyKey)) {
+      throw fieldCount(request.rawHeaders, 'idempotency-key') > 1 ? TWO_IDEMPOTENCY_KEYS : BAD_IDEMPOTENCY_KEY;
+    }
     // The key is scoped to the caller: the API key's id.
     const metadata =
       idempotencyKey === undefined
@@ -153,7 +166,8 @@ function readListQuery(query: Record<string, string | string[] | undefined>): Li
     const value = query[name];
     if (value === undefined) continue;
     if (typeof value !== 'string') throw ApiError.invalid(name, 'must be given once');
-    input[name] = name === 'limit' && /^-?[0-9]+$/.test(value) ? Number(value) : value;
+    // Plain decimal, as for petId: `05` stays text, which the schema refuses as not an integer.
+    input[name] = name === 'limit' && /^(?:0|-?[1-9][0-9]*)$/.test(value) ? Number(value) : value;
   }
   if (!validateListQuery(input)) throw new ApiError(400, 'invalid_request', describeFirstError(validateListQuery.errors, 'query'));
   return input as unknown as ListQuery;

@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { PAGE_TOKEN_PATTERN, PAGE_TOKEN_PROBLEM } from '@petstore/proto';
 import type { StoredStatus } from './pet-record';
 import { PetServiceError } from './pet-service-error';
 
@@ -26,12 +27,13 @@ export class PageTokenCodec {
 
   /** @throws PetServiceError INVALID_ARGUMENT for anything this codec did not issue for `status`. */
   decode(token: string, status: StoredStatus | undefined): PageCursor {
+    if (!PAGE_TOKEN_PATTERN.test(token)) throw invalid(PAGE_TOKEN_PROBLEM);
     const raw = Buffer.from(token, 'base64url');
-    if (raw.length <= MAC_BYTES || raw.toString('base64url') !== token) throw invalid('is malformed');
+    if (raw.length <= MAC_BYTES || raw.toString('base64url') !== token) throw invalid(PAGE_TOKEN_PROBLEM);
     const payload = raw.subarray(0, raw.length - MAC_BYTES);
-    if (!timingSafeEqual(raw.subarray(raw.length - MAC_BYTES), this.mac(payload))) throw invalid('is malformed');
+    if (!timingSafeEqual(raw.subarray(raw.length - MAC_BYTES), this.mac(payload))) throw invalid(PAGE_TOKEN_PROBLEM);
     const match = PAYLOAD.exec(payload.toString('latin1'));
-    if (match === null) throw invalid('is malformed');
+    if (match === null) throw invalid(PAGE_TOKEN_PROBLEM);
     if (match[1] !== (status ?? 'all')) throw invalid('was issued for a different status filter');
     return { afterId: BigInt(match[2]!), status };
   }

@@ -5,6 +5,7 @@ import {
   isPositiveInt64,
   type ListPetsRequest,
   MAX_PAGE_SIZE,
+  NAME_LENGTH_PROBLEM,
   NAME_MAX_CHARACTERS,
   NAME_MIN_CHARACTERS,
   NAME_PATTERN,
@@ -23,7 +24,7 @@ export function validateCreate(request: CreatePetRequest): NewPetRecord {
   // Characters are code points, as JSON Schema counts them, not UTF-16 units.
   const length = [...request.name].length;
   if (length < NAME_MIN_CHARACTERS || length > NAME_MAX_CHARACTERS) {
-    throw PetServiceError.invalidArgument('name', `must be ${NAME_MIN_CHARACTERS} to ${NAME_MAX_CHARACTERS} characters`);
+    throw PetServiceError.invalidArgument('name', NAME_LENGTH_PROBLEM);
   }
   if (!NAME_PATTERN.test(request.name)) throw PetServiceError.invalidArgument('name', NAME_PATTERN_PROBLEM);
   return {

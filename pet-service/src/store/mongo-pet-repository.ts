@@ -178,7 +178,14 @@ export class MongoPetRepository implements PetRepository {
       );
     } catch (error) {
       await client.close().catch(() => undefined);
-      throw toStoreError(error);
+      const storeError = toStoreError(error);
+      // At start-up the operator reads this, not a client: say where, and why.
+      if (storeError instanceof PetServiceError && storeError.code === Status.UNAVAILABLE) {
+        const hosts = client.options.hosts.map((host) => host.toString()).join(',');
+        // eslint-disable-next-line preserve-caught-error -- the driver's error chains the same message thrice, and the log's error serializer would print each
+        throw new Error(`pet store unavailable: MongoDB at ${hosts}: ${(error as Error).message}`);
+      }
+      throw storeError;
     }
   }
 

@@ -27,6 +27,26 @@ describe('openapi: errors and deprecation', () => {
   });
 });
 
+describe('openapi: examples and descriptions say what the gateway does', () => {
+  type Example = { value: { message: string } };
+  const example400 = (operationId: string): string => {
+    const operation = operations.find((candidate) => candidate.operationId === operationId)!;
+    const content = (operation.responses['400'] as unknown as { content: Record<string, { examples: Record<string, Example> }> }).content;
+    return content['application/json']!.examples.invalid_request!.value.message;
+  };
+
+  it("gives each operation's 400 an example about its own input", () => {
+    expect(example400('listPets')).to.match(/^(limit|status|cursor): /);
+    expect(example400('getPet')).to.match(/^petId: /);
+    expect(example400('createPet')).to.match(/^(name|categoryId|status|body): /);
+  });
+
+  it('describes RateLimit as every window, as responses carry it', () => {
+    expect(RATE_LIMIT_HEADERS.RateLimit.description).to.include('every window');
+    expect(RATE_LIMIT_HEADERS.RateLimit.example).to.include('"day"');
+  });
+});
+
 describe('openapi: the content the API reference at /docs shows', () => {
   const root = join(__dirname, '..', '..', '..', '..');
 
@@ -40,7 +60,7 @@ describe('openapi: the content the API reference at /docs shows', () => {
   it('renders one table row per code, in the order of the one source', () => {
     const rows = errorCodeMarkdown().split('\n').slice(2);
     expect(rows.map((row) => row.split('`')[1])).to.deep.equal([...ERROR_CODES]);
-    expect(rows[0]).to.equal(`| \`invalid_request\` | 400, 408, 417, 431 | ${ERROR_CODE_TABLE.invalid_request.when} |`);
+    expect(rows[0]).to.equal(`| \`invalid_request\` | 400, 408, 417, 431, 501, 505 | ${ERROR_CODE_TABLE.invalid_request.when} |`);
   });
 
   it("keeps docs/api.md's error-code table identical to the one source", () => {

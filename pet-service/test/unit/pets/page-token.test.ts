@@ -1,5 +1,6 @@
 import { status as Status } from '@grpc/grpc-js';
 import { expect } from 'chai';
+import { PAGE_TOKEN_PATTERN } from '@petstore/proto';
 import { PageTokenCodec } from '../../../src/pets/page-token';
 import { PetServiceError } from '../../../src/pets/pet-service-error';
 
@@ -17,6 +18,18 @@ describe('PageTokenCodec', () => {
     ]) {
       expect(codec.decode(codec.encode(cursor), cursor.status)).to.deep.equal(cursor);
     }
+  });
+
+  it('issues tokens of the shape the contract declares, shortest and longest payload alike', () => {
+    for (const cursor of [
+      { afterId: 1n, status: undefined },
+      { afterId: 1n, status: 'sold' as const },
+      { afterId: 2n ** 63n - 1n, status: 'available' as const },
+    ]) {
+      expect(codec.encode(cursor)).to.match(PAGE_TOKEN_PATTERN);
+    }
+    expect(codec.encode({ afterId: 1n, status: undefined })).to.have.length(27);
+    expect(codec.encode({ afterId: 2n ** 63n - 1n, status: 'available' })).to.have.length(59);
   });
 
   it('rejects a token issued for another filter', () => {

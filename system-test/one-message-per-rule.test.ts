@@ -1,0 +1,95 @@
+import { gzipSync } from 'node:zlib';
+import { Metadata, type ServiceError } from '@grpc/grpc-js';
+import { callMetadata, createPetServiceClient, IDEMPOTENCY_KEY_METADATA, type PromisePetServiceClient } from '@petstore/proto';
+import { expect } from 'chai';
+import { sendRaw } from './support/raw-http';
+import { startTestStack, TEST_KEYS, type TestStack } from './support/test-stack';
+
+/**
+ * Issue 27, findings 5 and 6: one rule, one message, whether it is broken over HTTP or over gRPC;
+ * the message of a 400 names the field and says what is wrong with it; one rule for integers in
+ * the URL.
+ */
+describe('one message per rule, over HTTP and gRPC (issue 27)', () => {
+  let stack: TestStack;
+  let grpc: PromisePetServiceClient;
+
+  before(async () => {
+    stack = await startTestStack();
+    grpc = createPetServiceClient(`127.0.0.1:${stack.petService.port}`);
+  });
+
+  after(async () => {
+    grpc.close();
+    await stack.close();
+  });
+
+  async function http(body: Buffer | string, headers: Record<string, string> = {}): Promise<{ status: number; message: string }> {
+    const all = new Headers(headers);
+    all.set('authorization', `Bearer ${TEST_KEYS.enterprise}`);
+    if (!all.has('content-type')) all.set('content-type', 'application/json');
+    const response = await fetch(`${stack.baseUrl}/v1/pets`, { method: 'POST', headers: all, body });
+    return { status: response.status, message: ((await response.json()) as { message: string }).message };
+  }
+
+  /** The details of the INVALID_ARGUMENT a CreatePet gets. */
+  async function grpcCreate(name: string, metadata: Metadata = new Metadata()): Promise<string> {
+    const error = await grpc.createPet({ name, categoryId: '1', status: 0 }, metadata).then(
+      () => expect.fail('created'),
+      (failure: unknown) => failure as ServiceError,
+    );
+    return error.details;
+  }
+
+  it('a name out of bounds', async () => {
+    for (const name of ['', 'x'.repeat(101)]) {
+      expect(await http(JSON.stringify({ name, categoryId: 1 }))).to.deep.equal({ status: 400, message: 'name: must be 1 to 100 characters' });
+      expect(await grpcCreate(name)).to.equal('name: must be 1 to 100 characters');
+    }
+  });
+
+  it('two Idempotency-Key values', async () => {
+    // Two fields, as sent: fetch would join them into one.
+    const body = '{"name":"n","categoryId":1}';
+    const head = ['POST /v1/pets HTTP/1.1', 'Host: edge', `Authorization: Bearer ${TEST_KEYS.enterprise}`, 'Content-Type: application/json', 'Idempotency-Key: a', 'Idempotency-Key: b', 'Connection: close', `Content-Length: ${body.length}`];
+    const reply = await sendRaw(Number(new URL(stack.baseUrl).port), Buffer.from(`${head.join('\r\n')}\r\n\r\n${body}`));
+    expect({ status: reply.status, message: (JSON.parse(reply.body.toString()) as { message: string }).message }).to.deep.equal({ status: 400, message: 'Idempotency-Key: must be one value' });
+    const metadata = callMetadata({ requestId: 'r' });
+    metadata.add(IDEMPOTENCY_KEY_METADATA, 'a');
+    metadata.add(IDEMPOTENCY_KEY_METADATA, 'b');
+    expect(await grpcCreate('n', metadata)).to.equal(`${IDEMPOTENCY_KEY_METADATA}: must be one value`);
+  });
+
+  it('a body its Content-Encoding does not decode names the body', async () => {
+    for (const encoding of ['gzip', 'deflate', 'br']) {
+      expect(await http('{"name":"n","categoryId":1}', { 'content-encoding': encoding }), encoding).to.deep.equal({
+        status: 400,
+        message: 'body: does not decode as its Content-Encoding says',
+      });
+    }
+    expect((await http(gzipSync('{"name":"n","categoryId":1}'), { 'content-encoding': 'gzip' })).status).to.equal(201);
+  });
+
+  it('a repeated member name is refused as such, not as "not valid JSON"', async () => {
+    expect(await http('{"name":"a","name":"b","categoryId":1}')).to.deep.equal({
+      status: 400,
+      message: 'body: repeats a member name within one object: send each once',
+    });
+  });
+
+  it('limit with a leading zero is refused, as petId is', async () => {
+    const headers = { authorization: `Bearer ${TEST_KEYS.enterprise}` };
+    for (const path of ['/v1/pets?limit=05', '/v1/pets/05']) {
+      const response = await fetch(`${stack.baseUrl}${path}`, { headers });
+      expect(response.status, path).to.equal(400);
+      expect(((await response.json()) as { message: string }).message, path).to.match(/^(limit|petId): /);
+    }
+  });
+
+  it('Bearer and a tab before the key is a malformed credential, not a missing one', async () => {
+    const head = ['GET /v1/pets HTTP/1.1', 'Host: edge', `Authorization: Bearer\t${TEST_KEYS.enterprise}`, 'Connection: close'];
+    const reply = await sendRaw(Number(new URL(stack.baseUrl).port), Buffer.from(`${head.join('\r\n')}\r\n\r\n`));
+    expect(reply.status).to.equal(401);
+    expect((JSON.parse(reply.body.toString()) as { message: string }).message).to.equal('malformed bearer API key');
+  });
+});
