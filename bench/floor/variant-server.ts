@@ -20,7 +20,7 @@ export const READ_PATH = '/v1/pets?limit=20';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
-/** The headers and body the gateway's pets router writes for a 200 (gateway/src/http/pets-router.ts `sendJson`). */
+/** The headers and body the gateway's pets routes write for a 200 (gateway/src/http/error-handler.ts `sendJson`). */
 export function sendJson(response: ServerResponse, status: number, json: string): void {
   response.statusCode = status;
   response.setHeader('Content-Type', JSON_TYPE);
