@@ -10,7 +10,7 @@ import type { GatewayMetrics } from './observability/metrics';
 import { openApiDocumentFor } from './http/openapi';
 import { createApiDocsRouter } from './http/api-docs-router';
 import type { PetClient } from './pet-service-client/pet-client';
-import { createPetsRoutes } from './http/pets-routes';
+import { createPetsRoutes } from './pets/pets-routes';
 import { createFrontDoor } from './edge/front-door';
 import { DEFAULT_RATE_LIMIT_SETTINGS, type RateLimitSettings } from './rate-limit/rate-limit-policy';
 import type { RateLimiter } from './rate-limit/rate-limiter';
@@ -74,7 +74,7 @@ export function createApp(options: AppOptions): RequestListener {
   app.use(createErrorHandler(onInternalError));
   return createFrontDoor({
     app,
-    pets: createPetsRoutes({ petClient: options.petClient, now, onInternalError }),
+    routes: createPetsRoutes({ petClient: options.petClient, now, onInternalError }),
     apiKeys: options.apiKeys,
     now,
     limiter: options.limiter ?? new MemoryRateLimiter({ now }),

@@ -6,7 +6,6 @@ import type { Logger } from 'pino';
 import proxyAddr from 'proxy-addr';
 import { ApiError } from '../http/api-error';
 import { sendApiError } from '../http/error-handler';
-import { petsRouteOf, type PetsRoutes } from '../http/pets-routes';
 import type { ApiKey, ApiKeyDirectory } from './api-keys';
 import { AMBIGUOUS_CREDENTIALS, authenticate } from './authenticate';
 import type { CorsPolicy } from './cors-policy';
@@ -17,11 +16,22 @@ import { ipSubject, keyPolicy, keySubject, type RateLimitSettings, unauthenticat
 import type { RateLimitDecision, RateLimiter, RateLimitPolicy } from '../rate-limit/rate-limiter';
 import { assignRequestId, createRequestObserver } from '../observability/request-logging';
 
+/**
+ * Routes the front door serves itself, without express: the pets routes (`gateway/src/pets/`).
+ * The request has a valid API key; the front door refuses the others.
+ */
+export interface ServedRoutes {
+  /** Serves `request` if `path` (as parseurl reads it) is one of these routes, and says whether it was. */
+  serve(request: IncomingMessage, response: ServerResponse, context: RequestContext, path: string): boolean;
+  /** The route label of a path these routes serve, else undefined: refusals are reported under it. */
+  routeOf(path: string): string | undefined;
+}
+
 export interface FrontDoorOptions {
   /** Serves what the front door does not: the docs, the OpenAPI document, proxied routes, 404s. */
   readonly app: Express;
-  /** The pets routes, served here without express. */
-  readonly pets: PetsRoutes;
+  /** The hot path, served here without express. */
+  readonly routes: ServedRoutes;
   readonly apiKeys: ApiKeyDirectory;
   /** Milliseconds since the epoch: keys, and rotated-out secrets, expire on this clock. */
   readonly now: () => number;
@@ -59,7 +69,7 @@ const OPENAPI_DOCUMENT = /^\/v1\/openapi\.json\/?$/i;
  * request without a valid key, so preflights cannot flood, and answered here with 204.
  */
 export function createFrontDoor(options: FrontDoorOptions): RequestListener {
-  const { app, pets, apiKeys, now, limiter, settings, logger, metrics, draining, cors } = options;
+  const { app, routes, apiKeys, now, limiter, settings, logger, metrics, draining, cors } = options;
   const observe = createRequestObserver(logger, metrics);
   const keyPolicies = new WeakMap<ApiKey, RateLimitPolicy>();
   const ipPolicy = unauthenticatedPolicy(settings.unauthenticatedPerMinute);
@@ -98,11 +108,11 @@ export function createFrontDoor(options: FrontDoorOptions): RequestListener {
       return;
     }
     if (identity instanceof ApiError && (identity === AMBIGUOUS_CREDENTIALS || (KEYED.test(path) && !OPENAPI_DOCUMENT.test(path)))) {
-      context.route = petsRouteOf(path);
+      context.route = routes.routeOf(path);
       sendApiError(request, response, identity);
       return;
     }
-    if (!pets(request, response, context, path)) app(request, response);
+    if (!routes.serve(request, response, context, path)) app(request, response);
   };
 
   return (request, response) => {
@@ -132,7 +142,7 @@ export function createFrontDoor(options: FrontDoorOptions): RequestListener {
         if (result.outcome !== 'allowed') {
           // Refused before its body was read: the connection closes once the answer is written,
           // so a client cannot keep trickling a body nobody reads.
-          context.route = petsRouteOf(path);
+          context.route = routes.routeOf(path);
           sendApiError(request, response, refusal(result, key === undefined));
           return;
         }

@@ -3,15 +3,16 @@ import { parse as parseQuery } from 'node:querystring';
 import type { Metadata } from '@grpc/grpc-js';
 import { callMetadata, IDEMPOTENCY_KEY_PROBLEM, isPositiveInt64, ONE_VALUE_PROBLEM } from '@petstore/proto';
 import parseUrl from 'parseurl';
+import type { ServedRoutes } from '../edge/front-door';
 import type { RequestContext } from '../edge/request-context';
 import type { PetClient } from '../pet-service-client/pet-client';
-import { ApiError } from './api-error';
-import { markDeprecated } from './deprecation';
-import { methodNotAllowed, sendApiError, sendJson, toApiError, type InternalErrorListener } from './error-handler';
-import { compileComponentSchema, describeFirstError } from './json-schema';
-import { readJsonBody } from './json-body';
-import { fieldCount } from './raw-headers';
-import { petsToJson, petToJson, toWireStatus } from './pet-json';
+import { ApiError } from '../http/api-error';
+import { markDeprecated } from '../http/deprecation';
+import { methodNotAllowed, sendApiError, sendJson, toApiError, type InternalErrorListener } from '../http/error-handler';
+import { compileComponentSchema, describeFirstError } from '../http/json-schema';
+import { readJsonBody } from '../http/json-body';
+import { fieldCount } from '../http/raw-headers';
+import { petsToJson, petToJson, toWireStatus } from '../http/pet-json';
 
 export interface PetsRoutesOptions {
   readonly petClient: PetClient;
@@ -20,13 +21,6 @@ export interface PetsRoutesOptions {
   /** Told of every error that became a 500. */
   readonly onInternalError: InternalErrorListener;
 }
-
-/**
- * Serves `request` if its path is one of the pets routes, and says whether it was. `path` is the
- * request's path as parseurl reads it; the request has a valid API key (the front door refuses
- * the others).
- */
-export type PetsRoutes = (request: IncomingMessage, response: ServerResponse, context: RequestContext, path: string) => boolean;
 
 interface NewPetBody {
   name: string;
@@ -49,11 +43,8 @@ export const PET_ROUTE = '/v1/pets/:petId';
 const LIST_PATH = /^\/v1\/pets\/?$/i;
 const PET_PATH = /^\/v1\/pets\/([^/]+)\/?$/i;
 
-/**
- * The route label of a path the pets routes serve, else undefined: for requests refused before
- * they reach a route (401, 429), so that they are logged and counted under their route.
- */
-export function petsRouteOf(path: string): string | undefined {
+/** The route label of a path the pets routes serve, else undefined. */
+function routeOf(path: string): string | undefined {
   return LIST_PATH.test(path) ? LIST_ROUTE : PET_PATH.test(path) ? PET_ROUTE : undefined;
 }
 
@@ -76,7 +67,7 @@ const TWO_IDEMPOTENCY_KEYS = ApiError.invalid('Idempotency-Key', ONE_VALUE_PROBL
  * exactly as express would: the same statuses, headers, Error bodies and 405s with `Allow`; HEAD
  * is served as GET.
  */
-export function createPetsRoutes({ petClient, now, onInternalError }: PetsRoutesOptions): PetsRoutes {
+export function createPetsRoutes({ petClient, now, onInternalError }: PetsRoutesOptions): ServedRoutes {
   const fail = (request: IncomingMessage, response: ServerResponse, error: unknown): void => {
     const apiError = toApiError(error);
     if (apiError.code === 'internal') onInternalError(error);
@@ -124,7 +115,7 @@ export function createPetsRoutes({ petClient, now, onInternalError }: PetsRoutes
     sendJson(response, 200, petToJson(pet!));
   };
 
-  return (request, response, context, path) => {
+  const serve: ServedRoutes['serve'] = (request, response, context, path) => {
     const method = request.method;
     let served: Promise<void>;
     if (LIST_PATH.test(path)) {
@@ -145,6 +136,7 @@ export function createPetsRoutes({ petClient, now, onInternalError }: PetsRoutes
     served.catch((error: unknown) => fail(request, response, error));
     return true;
   };
+  return { serve, routeOf };
 }
 
 function decodeParameter(encoded: string): string | undefined {

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import type { RequestContext } from '../../../src/edge/request-context';
 import type { PetClient } from '../../../src/pet-service-client/pet-client';
-import { createPetsRoutes } from '../../../src/http/pets-routes';
+import { createPetsRoutes } from '../../../src/pets/pets-routes';
 
 describe('pets routes', () => {
   let server: Server;
@@ -18,7 +18,7 @@ describe('pets routes', () => {
     server = createServer((request, response) => {
       context = { requestId: 'r', startedAt: 0n, key: undefined, route: undefined };
       const path = new URL(request.url!, 'http://x').pathname;
-      if (!routes(request, response, context, path)) {
+      if (!routes.serve(request, response, context, path)) {
         unserved.push(path);
         response.end();
       }
