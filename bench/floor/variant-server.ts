@@ -5,6 +5,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type ListPetsRequest, PetStatus } from '@petstore/proto';
+import { sendJson } from '../../gateway/src/http/send-json';
+
+/** The gateway's own writer of a JSON response: every variant answers exactly as the pets routes do. */
+export { sendJson };
 
 /** The pet service, as `host:port`. */
 export const PET_SERVICE_ADDR = process.env.PET_SERVICE_ADDR ?? '';
@@ -17,16 +21,6 @@ export const LIST_20: ListPetsRequest = { pageSize: 20, pageToken: '', status: P
 
 /** The path the harness loads; the variants answer it alone, and 404 anything else. */
 export const READ_PATH = '/v1/pets?limit=20';
-
-const JSON_TYPE = 'application/json; charset=utf-8';
-
-/** The headers and body the gateway's pets routes write for a 200 (gateway/src/http/error-handler.ts `sendJson`). */
-export function sendJson(response: ServerResponse, status: number, json: string): void {
-  response.statusCode = status;
-  response.setHeader('Content-Type', JSON_TYPE);
-  response.setHeader('Content-Length', Buffer.byteLength(json));
-  response.end(json);
-}
 
 /** A failed call: 502 with the gateway's error body shape. The harness counts any non-200 as a failure. */
 export function sendBadGateway(response: ServerResponse): void {

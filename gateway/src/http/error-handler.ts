@@ -3,6 +3,7 @@ import type { Metadata } from '@grpc/grpc-js';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { ApiError } from './api-error';
 import { grpcStatusToHttp } from './grpc-status-to-http';
+import { sendJson } from './send-json';
 
 /** Called with every error that became a 5xx `internal`, so a bug is seen, not swallowed. */
 export type InternalErrorListener = (error: unknown) => void;
@@ -44,20 +45,6 @@ export function sendApiError(request: IncomingMessage, response: ServerResponse,
   for (const name in headers) response.setHeader(name, headers[name]!);
   if (!request.complete) response.setHeader('Connection', 'close');
   sendJson(response, apiError.status, apiError.toJson());
-}
-
-const JSON_TYPE = 'application/json; charset=utf-8';
-
-/**
- * Writes a JSON response: what express's `status(...).type('application/json').send(json)` writes
- * with ETags off (no response here has a validator, so no request is ever answered 304). Node
- * leaves out the body of a HEAD response itself.
- */
-export function sendJson(response: ServerResponse, status: number, json: string): void {
-  response.statusCode = status;
-  response.setHeader('Content-Type', JSON_TYPE);
-  response.setHeader('Content-Length', Buffer.byteLength(json));
-  response.end(json);
 }
 
 // body-parser and express raise http-errors with `status` and, for body problems, `type`.

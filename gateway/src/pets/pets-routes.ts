@@ -8,9 +8,10 @@ import type { RequestContext } from '../edge/request-context';
 import type { PetClient } from '../pet-service-client/pet-client';
 import { ApiError } from '../http/api-error';
 import { markDeprecated } from '../http/deprecation';
-import { methodNotAllowed, sendApiError, sendJson, toApiError, type InternalErrorListener } from '../http/error-handler';
+import { methodNotAllowed, sendApiError, toApiError, type InternalErrorListener } from '../http/error-handler';
 import { compileComponentSchema, describeFirstError } from '../http/json-schema';
 import { readJsonBody } from '../http/json-body';
+import { sendJson } from '../http/send-json';
 import { fieldCount } from '../http/raw-headers';
 import { petsToJson, petToJson, toWireStatus } from '../http/pet-json';
 
