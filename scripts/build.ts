@@ -20,17 +20,25 @@ const externalPackages: Plugin = {
   },
 };
 
-build({
-  absWorkingDir: root,
-  entryPoints: Object.fromEntries(Object.entries(BUILD_ENTRIES).map(([out, entry]) => [out, join(root, entry)])),
-  outdir: root,
-  bundle: true,
-  platform: 'node',
-  target: 'node26',
-  format: 'cjs',
-  sourcemap: true,
-  logLevel: 'warning',
-  // PROTO_ROOT resolves the proto package at run time on purpose.
-  logOverride: { 'require-resolve-not-external': 'silent' },
-  plugins: [externalPackages],
-}).catch(() => process.exit(1));
+/**
+ * Bundles `entries` (output path without `.js`, relative to `outdir` → source path relative to the
+ * repository root) as the services are bundled; benchmarks bundle their own apps with it too.
+ */
+export function bundle(entries: Readonly<Record<string, string>>, outdir = root): Promise<unknown> {
+  return build({
+    absWorkingDir: root,
+    entryPoints: Object.fromEntries(Object.entries(entries).map(([out, entry]) => [out, join(root, entry)])),
+    outdir,
+    bundle: true,
+    platform: 'node',
+    target: 'node26',
+    format: 'cjs',
+    sourcemap: true,
+    logLevel: 'warning',
+    // PROTO_ROOT resolves the proto package at run time on purpose.
+    logOverride: { 'require-resolve-not-external': 'silent' },
+    plugins: [externalPackages],
+  });
+}
+
+if (require.main === module) bundle(BUILD_ENTRIES).catch(() => process.exit(1));
