@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { sendRaw, type RawReply } from './support/raw-http';
-import { startTestStack, TEST_KEYS, type TestStack } from './support/test-stack';
+import { TEST_KEYS, useStackMinuteByMinute } from './support/test-stack';
 
 const MINUTE_START = Date.UTC(2030, 0, 1, 12, 30);
 
@@ -9,31 +9,14 @@ const MINUTE_START = Date.UTC(2030, 0, 1, 12, 30);
  * real socket to a real gateway and pet service. Every refusal must be the JSON Error body.
  */
 describe('gateway under hostile requests (issue 17)', () => {
-  let stack: TestStack;
-  let port: number;
-  let minute = 0;
-
-  before(async () => {
-    stack = await startTestStack();
-    port = Number(new URL(stack.baseUrl).port);
-  });
-
-  after(async () => {
-    await stack.close();
-  });
-
-  // Each test in a minute of its own, so no per-IP or per-key window carries over.
-  beforeEach(() => {
-    minute += 1;
-    stack.setNow(MINUTE_START + minute * 60_000);
-  });
+  const port = useStackMinuteByMinute(MINUTE_START);
 
   /** One request, `Connection: close`; `head` lines go in as given (Host included, or not). */
   function send(requestLine: string, head: readonly string[], body: Buffer | string = ''): Promise<RawReply> {
     const payload = typeof body === 'string' ? Buffer.from(body, 'latin1') : body;
     const lines = [requestLine, ...head, 'Connection: close'];
     if (payload.length > 0) lines.push(`Content-Length: ${payload.length}`);
-    return sendRaw(port, Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1'), payload]));
+    return sendRaw(port(), Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1'), payload]));
   }
 
   const postPet = (body: Buffer | string, head: readonly string[] = [`Authorization: Bearer ${TEST_KEYS.free}`, 'Content-Type: application/json']) =>

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { sendRawPipelined, type RawReply } from './support/raw-http';
-import { startTestStack, TEST_KEYS, type TestStack } from './support/test-stack';
+import { TEST_KEYS, useStackMinuteByMinute } from './support/test-stack';
 
 const MINUTE_START = Date.UTC(2030, 0, 1, 12, 30);
 const KEY = `Authorization: Bearer ${TEST_KEYS.enterprise}`;
@@ -12,23 +12,7 @@ const KEY = `Authorization: Bearer ${TEST_KEYS.enterprise}`;
  * in `application/json; charset=utf-8`.
  */
 describe('pipelined requests with a refusal behind a completed one (issue 27)', () => {
-  let stack: TestStack;
-  let port: number;
-  let minute = 0;
-
-  before(async () => {
-    stack = await startTestStack();
-    port = Number(new URL(stack.baseUrl).port);
-  });
-
-  after(async () => {
-    await stack.close();
-  });
-
-  beforeEach(() => {
-    minute += 1;
-    stack.setNow(MINUTE_START + minute * 60_000);
-  });
+  const port = useStackMinuteByMinute(MINUTE_START);
 
   const request = (lines: readonly string[], body = ''): string => `${lines.join('\r\n')}\r\n\r\n${body}`;
   const pet = '{"name":"pipelined","categoryId":1}';
@@ -73,7 +57,7 @@ describe('pipelined requests with a refusal behind a completed one (issue 27)', 
   for (const method of ['GET', 'POST'] as const) {
     for (const [what, bytes, status, message, code = 'invalid_request'] of REFUSALS) {
       it(`${method}, then ${what}: the ${method}'s response, then ${status}`, async () => {
-        const { replies, rest } = await sendRawPipelined(port, Buffer.from(FIRST[method].bytes + bytes, 'latin1'));
+        const { replies, rest } = await sendRawPipelined(port(), Buffer.from(FIRST[method].bytes + bytes, 'latin1'));
         expect(replies.map((reply) => reply.status)).to.deep.equal([FIRST[method].status, status]);
         expect(rest.length, 'nothing after the refusal').to.equal(0);
         const [first, refusal] = replies as [RawReply, RawReply];

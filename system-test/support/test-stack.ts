@@ -94,3 +94,26 @@ function closeServer(server: Server): Promise<void> {
   server.closeAllConnections();
   return new Promise((resolve) => server.close(() => resolve()));
 }
+
+/**
+ * One test stack for the enclosing mocha suite, each test in a UTC minute of its own counted from
+ * `start`, so no per-IP or per-key window carries over between tests. Returns the gateway's port,
+ * readable once the suite's `before` has run: for tests that speak raw HTTP.
+ */
+export function useStackMinuteByMinute(start: number): () => number {
+  let stack: TestStack | undefined;
+  let port = 0;
+  let minute = 0;
+  before(async () => {
+    stack = await startTestStack();
+    port = Number(new URL(stack.baseUrl).port);
+  });
+  after(async () => {
+    await stack?.close();
+  });
+  beforeEach(() => {
+    minute += 1;
+    stack!.setNow(start + minute * 60_000);
+  });
+  return () => port;
+}
