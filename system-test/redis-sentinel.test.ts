@@ -118,27 +118,36 @@ const episodeLines = (gateway: ServiceProcess): LogLine[] => gateway.logs.filter
 /**
  * Resolves once every gateway counts in Redis and has gone on doing so for a further 100 responses
  * of `traffic`: a client that reconnected to the new master before a Sentinel announced it
- * (`+switch-master`) reconnects once more when the announcement comes, a short second episode.
+ * (`+switch-master`) reconnects once more when the announcement comes, a short second episode. A
+ * gateway that never fell back (no request of its met the outage) is on Redis when its readiness
+ * says so. On a timeout, the error says where each gateway stood.
  */
 async function settledOnRedis(gateways: readonly ServiceProcess[], traffic: Traffic): Promise<void> {
-  const onRedis = async (gateway: ServiceProcess): Promise<boolean> => {
+  const stateOf = async (gateway: ServiceProcess): Promise<{ redis: string | undefined; last: string | undefined }> => {
     const ready = (await (await fetch(`http://127.0.0.1:${gateway.adminPort}/readyz`)).json()) as { checks: Record<string, string> };
-    const last = episodeLines(gateway).at(-1);
-    return ready.checks.redis === 'ok' && last !== undefined && RECOVERY(last);
+    return { redis: ready.checks.redis, last: episodeLines(gateway).at(-1)?.msg as string | undefined };
   };
+  const onRedis = ({ redis, last }: { redis: string | undefined; last: string | undefined }): boolean =>
+    redis === 'ok' && (last === undefined || RECOVERY({ msg: last }));
   let episodes = -1;
-  await waitFor(async () => {
-    const seen = gateways.reduce((sum, gateway) => sum + episodeLines(gateway).length, 0);
-    const settled = seen === episodes && (await Promise.all(gateways.map(onRedis))).every(Boolean);
-    episodes = seen;
-    if (!settled) await traffic.waitFor(100);
-    return settled;
-  }, 30_000);
+  try {
+    await waitFor(async () => {
+      const seen = gateways.reduce((sum, gateway) => sum + episodeLines(gateway).length, 0);
+      const settled = seen === episodes && (await Promise.all(gateways.map(stateOf))).every(onRedis);
+      episodes = seen;
+      if (!settled) await traffic.waitFor(100);
+      return settled;
+    }, 30_000);
+  } catch (error) {
+    const states = await Promise.all(gateways.map(stateOf));
+    throw new Error(`${(error as Error).message}; gateways: ${JSON.stringify(states)}`, { cause: error });
+  }
 }
 
 /** From the gateway's first fallback line to its last recovery line, in its own clock (pino's `time`), and how many times it fell back. */
 function localCounting(gateway: ServiceProcess): { ms: number; episodes: number } {
   const lines = episodeLines(gateway);
   const fallbacks = lines.filter(FALLBACK);
+  if (fallbacks.length === 0) return { ms: 0, episodes: 0 };
   return { ms: Number(lines.at(-1)!.time) - Number(fallbacks[0]!.time), episodes: fallbacks.length };
 }
