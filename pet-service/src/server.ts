@@ -1,17 +1,7 @@
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
-import {
-  CreatePetRequest,
-  type DecodableMessage,
-  GetPetRequest,
-  ListPetsRequest,
-  PET_SERVICE_NAME,
-  PET_SERVICE_PROTO,
-  PetServiceService,
-  PROTO_ROOT,
-  strictUtf8Decoder,
-} from '@petstore/proto';
+import { PET_SERVICE_NAME, PET_SERVICE_PROTO, PROTO_ROOT } from '@petstore/proto';
 import { HealthImplementation, protoPath as HEALTH_PROTO } from 'grpc-health-check';
 import pino, { type Logger } from 'pino';
 import { InstrumentedRepository } from './store/instrumented-repository';
@@ -20,8 +10,8 @@ import { PageTokenCodec } from './pets/page-token';
 import type { PetRepository } from './store/pet-repository';
 import { withProtocMapEntryNames } from './grpc/map-entry-names';
 import { DEFAULT_MAX_CONNECTION_AGE_MS, DEFAULT_SLOW_CALL_MS } from './config';
-import { serializeListPetsResponse } from './grpc/list-pets-serializer';
-import { createPetServiceHandlers, tolerantDeserialize } from './grpc/pet-service-handlers';
+import { servedPetServiceDefinition } from './grpc/pet-service-definition';
+import { createPetServiceHandlers } from './grpc/pet-service-handlers';
 import { StoreHealthMonitor } from './store/store-health';
 import { createWriteLimiter } from './store/write-limiter';
 
@@ -81,13 +71,6 @@ export interface RunningServer {
   shutdown(): Promise<{ readonly forced: boolean }>;
 }
 
-/** The request message of each method: its string fields are decoded strictly. */
-const REQUEST_TYPES: { readonly [Method in keyof typeof PetServiceService]: DecodableMessage<unknown> } = {
-  listPets: ListPetsRequest,
-  createPet: CreatePetRequest,
-  getPet: GetPetRequest,
-};
-
 /** Health reports the whole server ('') and the pet service by name. */
 const HEALTH_SERVICES = ['', PET_SERVICE_NAME];
 
@@ -109,16 +92,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
     'grpc.max_connection_age_grace_ms': 30_000,
   });
   server.addService(
-    Object.fromEntries(
-      Object.entries(PetServiceService).map(([name, method]) => [
-        name,
-        {
-          ...method,
-          requestDeserialize: tolerantDeserialize(strictUtf8Decoder(REQUEST_TYPES[name as keyof typeof PetServiceService])),
-          ...(name === 'listPets' ? { responseSerialize: serializeListPetsResponse } : {}),
-        },
-      ]),
-    ) as unknown as typeof PetServiceService,
+    servedPetServiceDefinition(),
     createPetServiceHandlers({
       repository,
       writes,

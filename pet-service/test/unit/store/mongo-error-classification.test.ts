@@ -9,11 +9,11 @@ import {
   type TopologyDescription,
 } from 'mongodb';
 import { PetServiceError } from '../../../src/pets/pet-service-error';
-import { isConnectionFailure, isFailover, toStoreError } from '../../../src/store/mongo-pet-repository';
+import { isConnectionFailure, isFailover, toStoreError } from '../../../src/store/mongo-error-classification';
 
 const codeOf = (error: unknown): string => (error instanceof PetServiceError ? Status[error.code]! : 'not translated');
 
-describe('MongoPetRepository errors', () => {
+describe('mongo error classification', () => {
   // Issue 13, point 4: ~10 concurrent creates on FerretDB outlived the socket timeout, and every
   // operation, reads included, then failed at once as if the server were gone.
   it('treats an operation that ran out of time as slow (DEADLINE_EXCEEDED), never as the server gone', () => {
