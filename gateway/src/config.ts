@@ -260,7 +260,7 @@ function environmentSpec(defaultKeysFile: string) {
     BAN_SECONDS: positiveInteger({ default: 900, desc: 'Length of a temporary ban' }),
     UNAUTHENTICATED_PER_MINUTE: positiveInteger({ default: 60, desc: 'Per client IP, requests without a valid key' }),
     UNAUTHENTICATED_MAX_ADDRESSES: positiveInteger({
-      // About 640 bytes of heap each: at most some 30 MB.
+      // Bounds the heap the per-IP counters can take (docs/rate-limits.md#under-abuse gives the size).
       default: 50_000,
       desc: 'Client addresses counted apart per minute in memory; addresses first seen after that share one bucket',
     }),

@@ -59,13 +59,13 @@ export interface PetServiceConfig {
 }
 
 /**
- * LOG_SLOW_CALL_MS's default: several times a loaded replica's p99 for a page of 20 (about 20 ms),
- * and a twentieth of the gateway's deadline.
+ * LOG_SLOW_CALL_MS's default: several times a loaded replica's p99 for a page of 20, and a
+ * twentieth of the gateway's deadline (docs/decisions.md, Operations).
  */
 export const DEFAULT_SLOW_CALL_MS = 100;
 /**
  * Default client connection age. With a client's re-resolution interval it bounds how long a new
- * replica waits for calls from clients that connected before it (docs/deploy.md, Scaling): a
+ * replica waits for calls from clients that connected before it (docs/deploy.md, Scale-out notes): a
  * connection recycled this often costs one reconnect per client and replica.
  */
 export const DEFAULT_MAX_CONNECTION_AGE_MS = 30_000;
