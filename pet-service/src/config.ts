@@ -7,6 +7,9 @@ import {
   positiveInteger,
   SHUTDOWN_ENV,
   throwOnError,
+  TRACING_ENV,
+  type TracingSettings,
+  tracingSettings,
 } from '@petstore/runtime';
 import { cleanEnv, EnvError, makeValidator, str } from 'envalid';
 import { MongoClient } from 'mongodb';
@@ -56,6 +59,8 @@ export interface PetServiceConfig {
   /** On SIGTERM: health reports NOT_SERVING at once, calls are served this long, then the server stops. */
   readonly shutdownDelayMs: number;
   readonly shutdownTimeoutMs: number;
+  /** OpenTelemetry (OTEL_*): export, sampling, service name (docs/operations.md#tracing). */
+  readonly tracing: TracingSettings;
 }
 
 /**
@@ -127,6 +132,7 @@ const ENVIRONMENT_SPEC = {
   }),
   STORE_HEALTH_INTERVAL_MS: positiveInteger({ default: 5000, desc: 'How often the store is pinged for health' }),
   ...SHUTDOWN_ENV,
+  ...TRACING_ENV,
 };
 
 /** Every environment variable the pet service reads (deployment manifests are checked against it). */
@@ -159,5 +165,6 @@ export function parseConfig(env: NodeJS.ProcessEnv, prettyAvailable: () => boole
     maxConnectionAgeMs: parsed.GRPC_MAX_CONNECTION_AGE_MS,
     shutdownDelayMs: parsed.SHUTDOWN_DELAY_MS,
     shutdownTimeoutMs: parsed.SHUTDOWN_TIMEOUT_MS,
+    tracing: tracingSettings(parsed, 'pet-service'),
   });
 }

@@ -76,7 +76,10 @@ export const TRACING_ENV = {
   OTEL_BSP_SCHEDULE_DELAY: nonNegativeInteger({ default: DEFAULT_SPAN_BATCHING.scheduledDelayMillis, desc: 'ms between two exports' }),
   OTEL_BSP_EXPORT_TIMEOUT: positiveInteger({ default: DEFAULT_SPAN_BATCHING.exportTimeoutMillis, desc: 'Longest export, ms' }),
   OTEL_BSP_MAX_QUEUE_SIZE: positiveInteger({ default: DEFAULT_SPAN_BATCHING.maxQueueSize, desc: 'Spans queued at most; more are dropped' }),
-  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: positiveInteger({ default: DEFAULT_SPAN_BATCHING.maxExportBatchSize, desc: 'Spans per export at most' }),
+  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: positiveInteger({
+    default: undefined,
+    desc: `Spans per export at most; default ${DEFAULT_SPAN_BATCHING.maxExportBatchSize}, or the queue size if smaller`,
+  }),
 };
 
 /** {@link TRACING_ENV} as envalid's `cleanEnv` returns it. */
@@ -92,17 +95,16 @@ export interface TracingEnvironment {
   readonly OTEL_BSP_SCHEDULE_DELAY: number;
   readonly OTEL_BSP_EXPORT_TIMEOUT: number;
   readonly OTEL_BSP_MAX_QUEUE_SIZE: number;
-  readonly OTEL_BSP_MAX_EXPORT_BATCH_SIZE: number;
+  readonly OTEL_BSP_MAX_EXPORT_BATCH_SIZE: number | undefined;
 }
 
 /**
  * The tracing settings of a service called `serviceName`, from its cleaned environment.
- * @throws ConfigError for a batch larger than the queue.
+ * @throws ConfigError for a batch set larger than the queue.
  */
 export function tracingSettings(env: TracingEnvironment, serviceName: string): TracingSettings {
-  if (env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE > env.OTEL_BSP_MAX_QUEUE_SIZE) {
-    throw new ConfigError('OTEL_BSP_MAX_EXPORT_BATCH_SIZE: must not exceed OTEL_BSP_MAX_QUEUE_SIZE');
-  }
+  const batch = env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE ?? Math.min(DEFAULT_SPAN_BATCHING.maxExportBatchSize, env.OTEL_BSP_MAX_QUEUE_SIZE);
+  if (batch > env.OTEL_BSP_MAX_QUEUE_SIZE) throw new ConfigError('OTEL_BSP_MAX_EXPORT_BATCH_SIZE: must not exceed OTEL_BSP_MAX_QUEUE_SIZE');
   const exporting = !env.OTEL_SDK_DISABLED && env.OTEL_TRACES_EXPORTER === 'otlp';
   const base = env.OTEL_EXPORTER_OTLP_ENDPOINT;
   const tracesUrl =
@@ -115,7 +117,7 @@ export function tracingSettings(env: TracingEnvironment, serviceName: string): T
     samplerRatio: Number(env.OTEL_TRACES_SAMPLER_ARG),
     batching: {
       maxQueueSize: env.OTEL_BSP_MAX_QUEUE_SIZE,
-      maxExportBatchSize: env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE,
+      maxExportBatchSize: batch,
       scheduledDelayMillis: env.OTEL_BSP_SCHEDULE_DELAY,
       exportTimeoutMillis: env.OTEL_BSP_EXPORT_TIMEOUT,
     },

@@ -1,4 +1,14 @@
-import { type Context, ROOT_CONTEXT, type Span, trace, type Tracer } from '@opentelemetry/api';
+import {
+  type Context,
+  context as contexts,
+  isSpanContextValid,
+  ROOT_CONTEXT,
+  type Span,
+  type SpanOptions,
+  trace,
+  TraceFlags,
+  type Tracer,
+} from '@opentelemetry/api';
 import { type ExportResult, ExportResultCode, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
@@ -7,6 +17,7 @@ import {
   AlwaysOnSampler,
   BatchSpanProcessor,
   ParentBasedSampler,
+  RandomIdGenerator,
   type ReadableSpan,
   type Sampler,
   type SpanExporter,
@@ -87,13 +98,39 @@ export function createTracing(settings: TracingSettings, options: TracingOptions
   return { tracer: provider.getTracer(settings.serviceName), shutdown };
 }
 
-const NON_RECORDING: Tracing = {
-  tracer: new TracerProvider({ sampler: new AlwaysOffSampler() }).getTracer('non-recording'),
-  shutdown: () => Promise.resolve(),
-};
+const ids = new RandomIdGenerator();
+
+/**
+ * Records nothing, but gives every span its own ids, in its parent's trace (or a new one), and
+ * keeps the parent's sampled flag and trace state: a service that exports nothing passes on the
+ * caller's sampling decision untouched, where the SDK's non-recording spans would clear the flag and
+ * make every service after it drop the trace.
+ */
+class PropagatingTracer implements Tracer {
+  startSpan(_name: string, _options?: SpanOptions, context: Context = contexts.active()): Span {
+    const parent = trace.getSpanContext(context);
+    const valid = parent !== undefined && isSpanContextValid(parent);
+    return trace.wrapSpanContext({
+      traceId: valid ? parent.traceId : ids.generateTraceId(),
+      spanId: ids.generateSpanId(),
+      traceFlags: valid ? parent.traceFlags : TraceFlags.NONE,
+      ...(valid && parent.traceState !== undefined ? { traceState: parent.traceState } : {}),
+    });
+  }
+
+  startActiveSpan<F extends (span: Span) => unknown>(name: string, ...rest: [F] | [SpanOptions, F] | [SpanOptions, Context, F]): ReturnType<F> {
+    const fn = rest[rest.length - 1] as F;
+    const options = rest.length > 1 ? (rest[0] as SpanOptions) : undefined;
+    const parent = rest.length > 2 ? (rest[1] as Context) : contexts.active();
+    const span = this.startSpan(name, options, parent);
+    return contexts.with(trace.setSpan(parent, span), () => fn(span) as ReturnType<F>);
+  }
+}
 
 /** A tracer that records nothing but gives every span its own ids: the default of every factory. */
-export const NON_RECORDING_TRACER: Tracer = NON_RECORDING.tracer;
+export const NON_RECORDING_TRACER: Tracer = new PropagatingTracer();
+
+const NON_RECORDING: Tracing = { tracer: NON_RECORDING_TRACER, shutdown: () => Promise.resolve() };
 
 function samplerOf(name: SamplerName, ratio: number): Sampler {
   switch (name) {

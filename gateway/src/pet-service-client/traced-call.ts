@@ -2,15 +2,15 @@ import type { Metadata, ServiceError } from '@grpc/grpc-js';
 import { status as Status } from '@grpc/grpc-js';
 import { type Span, SpanStatusCode, type Tracer } from '@opentelemetry/api';
 import { ATTR_RPC_METHOD, ATTR_RPC_STATUS_CODE, ATTR_RPC_SYSTEM_NAME } from '@opentelemetry/semantic-conventions';
-import { callMetadata, type CallMetadataValues, type PetServiceMethod } from '@petstore/proto';
+import { callMetadata, type CallMetadataValues, PET_SERVICE_NAME, type PetServiceMethod } from '@petstore/proto';
 import { traceHeaders } from '@petstore/runtime';
 import { startCallSpan } from '../observability/request-tracing';
 
 /** The fully qualified gRPC method names, as spans name them; made once. */
 const RPC_METHODS: Record<PetServiceMethod, string> = {
-  ListPets: 'petstore.v1.PetService/ListPets',
-  CreatePet: 'petstore.v1.PetService/CreatePet',
-  GetPet: 'petstore.v1.PetService/GetPet',
+  ListPets: `${PET_SERVICE_NAME}/ListPets`,
+  CreatePet: `${PET_SERVICE_NAME}/CreatePet`,
+  GetPet: `${PET_SERVICE_NAME}/GetPet`,
 };
 
 /**
