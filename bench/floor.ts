@@ -10,6 +10,11 @@
  *   d  node:http + @connectrpc/connect-node's gRPC transport (bench/gen-es)
  *   e  node:http + a unary call written directly on node:http2
  *   f  the gateway itself (gateway/dist/main.js, a key without limits)
+ *   g  the gateway exporting traces, 10% of new traces sampled (parentbased_traceidratio 0.1), to
+ *      an OTLP sink in this process that answers every export 200
+ *   h  the gateway exporting every trace (parentbased_always_on) to the same sink
+ *   i  the gateway built from BENCH_BASELINE=<commit> (bench/baseline-build.ts): say, the last one
+ *      before a change, to measure that change side by side
  *
  * The variants (bench/floor/) are bundled by esbuild as `npm run build` bundles the services, and
  * every app runs on the same Node with the gateway image's flags, source maps included. autocannon
@@ -21,6 +26,8 @@
  * benchmarks; `BENCH_FLOOR_VARIANTS=a,b,f` runs a subset; BENCH_CPU_PROF=<dir> as in `npm run bench`.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -29,6 +36,7 @@ import { sha256Hex } from '../gateway/src/edge/api-keys';
 import { petsToJson } from '../gateway/src/http/pet-json';
 import { bundleFloorApps, FLOOR_OUT_DIR } from './floor/bundle';
 import { READ_PATH, LIST_20 } from './floor/variant-server';
+import { buildBaseline } from './baseline-build';
 import { cpuSeconds, median, PET_SERVICE_NODE_FLAGS, profileFlags, seed } from './list-pets-load';
 import { startService, type ServiceProcess } from '../system-test/support/service-process';
 
@@ -50,7 +58,16 @@ const VARIANTS = {
   d: { label: 'd node:http + connect-node', entry: 'd-connect-http' },
   e: { label: 'e node:http + raw node:http2', entry: 'e-raw-http2' },
   f: { label: 'f the gateway (dist)', entry: undefined },
+  g: { label: 'g the gateway, traces 10% exported', entry: undefined },
+  h: { label: 'h the gateway, traces all exported', entry: undefined },
+  i: { label: `i the gateway at ${process.env.BENCH_BASELINE ?? 'BENCH_BASELINE'}`, entry: undefined },
 } as const;
+
+/** The gateway variants' tracing settings, beside the OTLP sink's endpoint. */
+const TRACING: Partial<Record<VariantName, Record<string, string>>> = {
+  g: { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' },
+  h: { OTEL_TRACES_SAMPLER: 'parentbased_always_on' },
+};
 type VariantName = keyof typeof VARIANTS;
 
 /** The comparisons the issue asks about, each printed when both of its variants ran. */
@@ -61,6 +78,9 @@ const DIFFERENCES: ReadonlyArray<readonly [VariantName, VariantName, string]> = 
   ['e', 'b', 'raw node:http2 instead of grpc-js (e − b)'],
   ['f', 'b', "the gateway's own share (f − b)"],
   ['f', 'c', 'the gateway against minimal express (f − c)'],
+  ['f', 'i', 'this gateway against the baseline build (f − i)'],
+  ['g', 'f', 'exporting 10% of traces (g − f)'],
+  ['h', 'f', 'exporting every trace (h − f)'],
 ];
 
 interface Round {
@@ -146,13 +166,26 @@ function report(running: Running[]): void {
   console.log('differences in the app\'s CPU µs per request, median of the per-round differences (range):');
   for (const [x, y, label] of lines) {
     const diffs = byName.get(x)!.rounds.map((round, index) => round.app - byName.get(y)!.rounds[index]!.app);
-    const share = x === 'f' ? `, ${((median(diffs) / median(byName.get('f')!.rounds.map((round) => round.app))) * 100).toFixed(0)}% of the gateway's CPU` : '';
+    const share = x === 'f' && y !== 'i' ? `, ${((median(diffs) / median(byName.get('f')!.rounds.map((round) => round.app))) * 100).toFixed(0)}% of the gateway's CPU` : '';
     console.log(`  ${label}: ${median(diffs).toFixed(0)} (${Math.min(...diffs).toFixed(0)} to ${Math.max(...diffs).toFixed(0)})${share}`);
   }
 }
 
+/** An OTLP/HTTP endpoint that reads every export and answers 200, as a collector would. */
+async function startOtlpSink(): Promise<{ endpoint: string; close(): void }> {
+  const server = createServer((request, response) => {
+    request.resume();
+    request.on('end', () => response.writeHead(200, { 'content-type': 'application/x-protobuf' }).end());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() };
+}
+
 async function main(): Promise<void> {
   const names = selectedVariants();
+  if (names.includes('i') && process.env.BENCH_BASELINE === undefined) throw new Error('variant i needs BENCH_BASELINE=<commit>');
+  const baselineScript = names.includes('i') ? join(buildBaseline(process.env.BENCH_BASELINE!), 'gateway', 'dist', 'main.js') : undefined;
+  const sink = await startOtlpSink();
   const cpu = cpus();
   console.log(`cores: ${cpu.length} (${cpu[0]?.model ?? 'unknown'}), node ${process.version}, ${new Date().toISOString()}, load average ${loadavg()[0]!.toFixed(1)}`);
   console.log(`GET ${READ_PATH}, ${CONNECTIONS} connections, pipelining 1, ${ROUNDS} alternating rounds of ${ROUND_SECONDS} s after ${WARMUP_SECONDS} s warm-up of each`);
@@ -174,12 +207,13 @@ async function main(): Promise<void> {
     const running: Running[] = [];
     for (const name of names) {
       const { entry } = VARIANTS[name];
+      const tracing = TRACING[name] === undefined ? {} : { ...TRACING[name], OTEL_EXPORTER_OTLP_ENDPOINT: sink.endpoint };
       const service =
         entry === undefined
           ? await startService(
               'gateway',
-              { PET_SERVICE_ADDR: petServiceAddr, API_KEYS_FILE: keysFile, REDIS_URL: '', BAN_THRESHOLD: '1000000000', LOG_LEVEL: 'info' },
-              { compiled: true, nodeFlags: APP_NODE_FLAGS },
+              { PET_SERVICE_ADDR: petServiceAddr, API_KEYS_FILE: keysFile, REDIS_URL: '', BAN_THRESHOLD: '1000000000', LOG_LEVEL: 'info', ...tracing },
+              name === 'i' ? { script: baselineScript!, nodeFlags: APP_NODE_FLAGS } : { compiled: true, nodeFlags: APP_NODE_FLAGS },
             )
           : await startService(`floor ${name}`, { PET_SERVICE_ADDR: petServiceAddr, FLOOR_LIST_BODY_FILE: join(dir, 'list.json') }, { script: join(OUT_DIR, `${entry}.js`), nodeFlags: APP_NODE_FLAGS });
       processes.push(service);
@@ -204,6 +238,7 @@ async function main(): Promise<void> {
     console.log(`load average at the end ${loadavg()[0]!.toFixed(1)}`);
   } finally {
     await Promise.all(processes.map((service) => service.stop()));
+    sink.close();
   }
 }
 
