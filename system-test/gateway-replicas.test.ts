@@ -38,7 +38,7 @@ describe('two gateway processes sharing one Redis', function () {
     expect(codes.filter((code) => code === 'api_key_banned'), 'then banned on both replicas').to.have.length(20);
   });
 
-  it('shares the ban, and `npm run unban` lifts it on every replica within about a second', async () => {
+  it('shares the ban, and `npm run keys -- unban --id` lifts it on every replica within about a second', async () => {
     const bannedKey = await findBannedKey(replicas.urls);
     const unban = runUnban(bannedKey, redis.url);
     expect(unban.status, unban.stderr).to.equal(0);
@@ -63,9 +63,9 @@ describe('two gateway processes sharing one Redis', function () {
   });
 });
 
-/** `npm run unban -- <keyId>`, as an operator types it. */
+/** `npm run keys -- unban --id <keyId>`, as an operator types it. */
 function runUnban(keyId: string, redisUrl: string): SpawnSyncReturns<string> {
-  return spawnSync('npm', ['run', '--silent', 'unban', '--', keyId], {
+  return spawnSync('npm', ['run', '--silent', 'keys', '--', 'unban', '--id', keyId], {
     cwd: ROOT,
     env: { ...process.env, REDIS_URL: redisUrl },
     encoding: 'utf8',
