@@ -16,10 +16,8 @@ export function findChromium(): string | undefined {
  * reason on stderr. With REQUIRE_CHROMIUM=1 (CI) a missing browser fails instead.
  */
 export async function launchChromiumOrSkip(context: Context): Promise<Browser> {
-  const executablePath = findChromium();
-  if (executablePath === undefined) {
-    pendingOrRequired(context, 'REQUIRE_CHROMIUM', 'chromium not found (install Debian packages chromium and chromium-driver or set CHROMIUM_BIN)');
-  }
+  const executablePath =
+    findChromium() ?? pendingOrRequired(context, 'REQUIRE_CHROMIUM', 'chromium not found (install Debian packages chromium and chromium-driver or set CHROMIUM_BIN)');
   // --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
   return chromium.launch({ executablePath, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
 }
