@@ -24,32 +24,13 @@ FERRETDB_BIN="${FERRETDB_BIN:-/usr/local/bin/ferretdb}"
 FERRETDB_VERSION="${FERRETDB_VERSION:-v1.24.0}"
 MODULE="github.com/FerretDB/FerretDB"
 
-log() { echo "[install-ferretdb] $*"; }
+INSTALL_NAME=install-ferretdb
+# shellcheck source=lib/install-common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/install-common.sh"
 
-if [[ -x "$FERRETDB_BIN" ]] && "$FERRETDB_BIN" --version >/dev/null 2>&1; then
-  log "already installed: $FERRETDB_BIN ($("$FERRETDB_BIN" --version | head -n1))"
-  exit 0
-fi
-
-if ! command -v go >/dev/null 2>&1; then
-  log "ERROR: 'go' is not on PATH; install Go (>= 1.22) first" >&2
-  exit 1
-fi
-
+exit_if_installed "$FERRETDB_BIN" --version
+start_go_build ferretdb
 log "building FerretDB $FERRETDB_VERSION with $(go version)"
-start=$(date +%s)
-
-# Don't let an outer project's go.work / GOFLAGS interfere; never hit the
-# proxy's @v/list (only exact versions are requested below).
-export GOWORK=off
-export GOFLAGS="-buildvcs=false -mod=mod"
-export CGO_ENABLED=0
-# Go >= 1.22 needed by FerretDB v1.24; if the local Go is older, let the go
-# command fetch a toolchain module from the proxy.
-export GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
-
-work="$(mktemp -d "${TMPDIR:-/tmp}/ferretdb-build.XXXXXX")"
-trap 'chmod -R u+w "$work" 2>/dev/null || true; rm -rf "$work"' EXIT
 
 log "downloading module $MODULE@$FERRETDB_VERSION"
 if ! (cd "$work" && go mod download -json "$MODULE@$FERRETDB_VERSION") >"$work/download.json"; then
@@ -74,7 +55,5 @@ log "go build ./cmd/ferretdb (takes ~2-3 min on 2 cores when the caches are cold
 
 "$work/ferretdb" --version >/dev/null
 
-log "installing to $FERRETDB_BIN"
-install -D -m 0755 "$work/ferretdb" "$FERRETDB_BIN"
-
-log "done in $(($(date +%s) - start))s: $("$FERRETDB_BIN" --version | head -n1)"
+install_built "$work/ferretdb" "$FERRETDB_BIN"
+"$FERRETDB_BIN" --version | head -n1

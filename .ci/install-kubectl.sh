@@ -22,29 +22,13 @@ set -euo pipefail
 KUBECTL_BIN="${KUBECTL_BIN:-/usr/local/bin/kubectl}"
 KUBECTL_VERSION="${KUBECTL_VERSION:-v0.37.2}"
 
-log() { echo "[install-kubectl] $*"; }
+INSTALL_NAME=install-kubectl
+# shellcheck source=lib/install-common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/install-common.sh"
 
-if [[ -x "$KUBECTL_BIN" ]] && "$KUBECTL_BIN" version --client >/dev/null 2>&1; then
-  log "already installed: $KUBECTL_BIN"
-  "$KUBECTL_BIN" version --client
-  exit 0
-fi
-
-if ! command -v go >/dev/null 2>&1; then
-  log "ERROR: 'go' is not on PATH; install Go first" >&2
-  exit 1
-fi
-
+exit_if_installed "$KUBECTL_BIN" version --client
+start_go_build kubectl
 log "building kubectl from k8s.io/kubectl@$KUBECTL_VERSION with $(go version)"
-start=$(date +%s)
-
-export GOWORK=off
-export GOFLAGS="-buildvcs=false -mod=mod"
-export CGO_ENABLED=0
-export GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
-
-work="$(mktemp -d "${TMPDIR:-/tmp}/kubectl-build.XXXXXX")"
-trap 'chmod -R u+w "$work" 2>/dev/null || true; rm -rf "$work"' EXIT
 
 # The same main as k8s.io/kubernetes/cmd/kubectl/kubectl.go.
 cat >"$work/main.go" <<'EOF'
@@ -81,8 +65,5 @@ EOF
 "$work/kubectl" version --client >/dev/null
 "$work/kubectl" kustomize --help >/dev/null
 
-log "installing to $KUBECTL_BIN"
-install -D -m 0755 "$work/kubectl" "$KUBECTL_BIN"
-
-log "done in $(($(date +%s) - start))s"
+install_built "$work/kubectl" "$KUBECTL_BIN"
 "$KUBECTL_BIN" version --client

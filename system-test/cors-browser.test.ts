@@ -1,7 +1,6 @@
 import { expect } from 'chai';
-import type { Browser, Page } from 'playwright-core';
-import { launchChromiumOrSkip } from './support/browser';
-import { type CrossOriginPage, serveCrossOriginPage } from './support/cross-origin-page';
+import type { Page } from 'playwright-core';
+import { type BrowserWithPages, launchChromiumWithPagesOrSkip } from './support/browser';
 import { type RateLimitStack, secretOf, startRateLimitStack } from './support/rate-limit-stack';
 
 /** What a page's script could read of a response: null where CORS hid a header from it. */
@@ -62,25 +61,21 @@ function fetchErrorInPage(page: Page, url: string, init: { headers?: Record<stri
  */
 describe('CORS in a real browser (headless Chromium)', function () {
   this.timeout(60_000);
-  let browser: Browser;
-  let allowedPage: CrossOriginPage;
-  let otherPage: CrossOriginPage;
+  let browser: BrowserWithPages;
   let stack: RateLimitStack;
   let page: Page;
 
   before(async function () {
-    browser = await launchChromiumOrSkip(this);
-    [allowedPage, otherPage] = await Promise.all([serveCrossOriginPage(), serveCrossOriginPage()]);
+    browser = await launchChromiumWithPagesOrSkip(this);
     stack = await startRateLimitStack({
       keys: [{ id: 'browser', plan: 'free', limits: { perMinute: 3 } }],
-      corsOrigins: [allowedPage.origin],
+      corsOrigins: [browser.allowedPage.origin],
       startAt: Date.UTC(2030, 0, 1, 12, 0, 18),
     });
   });
 
   after(async () => {
-    await browser?.close();
-    await Promise.all([allowedPage?.close(), otherPage?.close(), stack?.close()]);
+    await Promise.all([browser?.close(), stack?.close()]);
   });
 
   beforeEach(async () => {
@@ -91,7 +86,7 @@ describe('CORS in a real browser (headless Chromium)', function () {
   });
 
   it('lets a page from an allowed origin list, create and hit its rate limit, reading every header it needs', async () => {
-    await page.goto(allowedPage.url);
+    await page.goto(browser.allowedPage.url);
     expect(new URL(page.url()).origin).to.not.equal(new URL(stack.baseUrl).origin);
     const authorization = `Bearer ${secretOf('browser')}`;
 
@@ -124,7 +119,7 @@ describe('CORS in a real browser (headless Chromium)', function () {
   });
 
   it('keeps every response from a page of an origin CORS_ORIGINS does not list: fetch rejects', async () => {
-    await page.goto(otherPage.url);
+    await page.goto(browser.otherPage.url);
     // A simple GET goes out without a preflight; the browser withholds the answer.
     expect(await fetchErrorInPage(page, `${stack.baseUrl}/v1/openapi.json`)).to.match(/TypeError: Failed to fetch/);
     // A request with Authorization needs a preflight, which gets no CORS headers.
@@ -132,7 +127,7 @@ describe('CORS in a real browser (headless Chromium)', function () {
       /TypeError: Failed to fetch/,
     );
     // The same calls from the allowed origin succeed, so it is the origin that made the difference.
-    await page.goto(allowedPage.url);
+    await page.goto(browser.allowedPage.url);
     expect(await fetchErrorInPage(page, `${stack.baseUrl}/v1/openapi.json`)).to.equal(undefined);
   });
 });

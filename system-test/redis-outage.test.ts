@@ -5,17 +5,18 @@ import { findRedisServer, freePort, type RedisServer, startRedisOrSkip, startRed
 import { burstWithinOneMinute, replicaSecret, type ReplicaSet, startReplicaSet } from './support/replica-set';
 import type { ServiceProcess } from './support/service-process';
 import { Traffic } from './support/traffic';
+import { waitFor } from './support/wait-for';
 
 const FALLBACK = /Redis unavailable, counting in memory/;
 const RECOVERY = /Redis is back/;
 
 /** Resolves once `gateway` has printed a line matching `pattern` (bounded). */
-async function logged(gateway: ServiceProcess, pattern: RegExp, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!gateway.lines.some((line) => pattern.test(line))) {
-    if (Date.now() > deadline) throw new Error(`no log line matching ${pattern}:\n${gateway.lines.join('\n')}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+function logged(gateway: ServiceProcess, pattern: RegExp): Promise<void> {
+  return waitFor(
+    () => gateway.lines.some((line) => pattern.test(line)),
+    15_000,
+    () => `no log line matching ${pattern}:\n${gateway.lines.join('\n')}`,
+  );
 }
 
 const count = (gateway: ServiceProcess, pattern: RegExp): number => gateway.lines.filter((line) => pattern.test(line)).length;

@@ -5,6 +5,7 @@ import { fetchWithinContract } from './support/openapi-validator';
 import { startScriptedPetService } from './support/scripted-pet-service';
 import { startService } from './support/service-process';
 import { startTestStack, TEST_KEYS } from './support/test-stack';
+import { waitFor } from './support/wait-for';
 
 const AUTH = { authorization: 'Bearer demo-free-key-0000' };
 const STACK_AUTH = { authorization: `Bearer ${TEST_KEYS.free}` };
@@ -49,11 +50,7 @@ describe('resilience', function () {
 
       petService = await startService('pet-service', { PET_SERVICE_PORT: String(petPort) });
       let recovered = 0;
-      for (let attempt = 0; attempt < 100 && recovered !== 200; attempt += 1) {
-        recovered = await status(`${base}/v1/pets`);
-        if (recovered !== 200) await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      expect(recovered).to.equal(200);
+      await waitFor(async () => (recovered = await status(`${base}/v1/pets`)) === 200, 10_000, () => `last answer ${recovered}`);
       expect(await status(`http://127.0.0.1:${gateway.adminPort}/readyz`, {})).to.equal(200);
     } finally {
       await gateway.stop();

@@ -1,7 +1,5 @@
-import { once } from 'node:events';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { extname } from 'node:path';
+import { listenOnLoopback } from './loopback-server';
 
 /** A static site on a loopback port of its own: another origin than the gateway's. */
 export interface CrossOriginPage {
@@ -29,7 +27,7 @@ const BLANK_PAGE = '<!doctype html><html><head><meta charset="utf-8"><title>cros
  */
 export async function serveCrossOriginPage(files: Readonly<Record<string, string>> = {}): Promise<CrossOriginPage> {
   const served: Record<string, string> = { '/': BLANK_PAGE, ...files };
-  const server = createServer((request, response) => {
+  const server = await listenOnLoopback((request, response) => {
     const path = new URL(request.url ?? '/', 'http://page').pathname;
     const body = served[path];
     if (body === undefined) {
@@ -39,15 +37,5 @@ export async function serveCrossOriginPage(files: Readonly<Record<string, string
     const type = CONTENT_TYPES[extname(path)] ?? CONTENT_TYPES['.html']!;
     response.writeHead(200, { 'Content-Type': type, 'Cache-Control': 'no-store' }).end(body);
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
-    origin,
-    url: `${origin}/`,
-    close: () => {
-      server.closeAllConnections();
-      return new Promise((resolve) => server.close(() => resolve()));
-    },
-  };
+  return { origin: server.base, url: `${server.base}/`, close: server.close };
 }

@@ -42,10 +42,9 @@ export function findFerretDb(): string | undefined {
 export async function startMongoOrSkip(context: Context): Promise<MongoServer> {
   const uri = process.env.MONGODB_URI;
   if (uri !== undefined && uri !== '') return externalServer(uri);
-  const binary = findFerretDb();
-  if (binary === undefined) {
+  const binary =
+    findFerretDb() ??
     pendingOrRequired(context, 'REQUIRE_MONGO', 'no MongoDB-wire server: MONGODB_URI is unset and ferretdb was not found (run .ci/install-ferretdb.sh or set FERRETDB_BIN)');
-  }
   return startFerretDb(binary);
 }
 

@@ -28,11 +28,8 @@ export function findRedisServer(): string | undefined {
  * Starts a private Redis for a suite, or marks the suite pending when the binary is missing, with
  * the reason on stderr. With REQUIRE_REDIS=1 (CI) a missing binary fails instead.
  */
-export async function startRedisOrSkip(context: Context): Promise<RedisServer> {
-  const binary = findRedisServer();
-  if (binary === undefined) {
-    pendingOrRequired(context, 'REQUIRE_REDIS', 'redis-server not found (install Debian package redis-server or set REDIS_SERVER_BIN)');
-  }
+export function startRedisOrSkip(context: Context): Promise<RedisServer> {
+  const binary = findRedisServer() ?? pendingOrRequired(context, 'REQUIRE_REDIS', 'redis-server not found (install Debian package redis-server or set REDIS_SERVER_BIN)');
   return startRedisServer(binary);
 }
 

@@ -97,16 +97,18 @@ export async function startRedisCluster(binaries: Binaries | undefined = findBin
     return {
       nodes,
       seeds: addresses.join(','),
-      async stop() {
-        await Promise.all(nodes.map((node) => node.stop()));
-        rmSync(dir, { recursive: true, force: true });
-      },
+      stop: () => stopAndRemove(nodes, dir),
     };
   } catch (error) {
-    await Promise.all(nodes.map((node) => node.stop()));
-    rmSync(dir, { recursive: true, force: true });
+    await stopAndRemove(nodes, dir);
     throw error;
   }
+}
+
+/** Stops every server and removes the directory their configuration and data are in. */
+async function stopAndRemove(servers: readonly RedisServer[], dir: string): Promise<void> {
+  await Promise.all(servers.map((server) => server.stop()));
+  rmSync(dir, { recursive: true, force: true });
 }
 
 async function clusterState(port: number): Promise<string | undefined> {
@@ -188,14 +190,10 @@ export async function startRedisSentinelOrSkip(context: Context, options: Sentin
         )) as [string, string];
         return Number(port);
       },
-      async stop() {
-        await Promise.all(started.map((server) => server.stop()));
-        rmSync(dir, { recursive: true, force: true });
-      },
+      stop: () => stopAndRemove(started, dir),
     };
   } catch (error) {
-    await Promise.all(started.map((server) => server.stop()));
-    rmSync(dir, { recursive: true, force: true });
+    await stopAndRemove(started, dir);
     throw error;
   }
 }

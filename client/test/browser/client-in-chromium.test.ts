@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import type { Browser, Page } from 'playwright-core';
-import { launchChromiumOrSkip } from '../../../system-test/support/browser';
-import { type CrossOriginPage, serveCrossOriginPage } from '../../../system-test/support/cross-origin-page';
+import type { Page } from 'playwright-core';
+import { type BrowserWithPages, launchChromiumWithPagesOrSkip } from '../../../system-test/support/browser';
+import type { CrossOriginPage } from '../../../system-test/support/cross-origin-page';
 import { secretOf, startRateLimitStack, type RateLimitStack } from '../../../system-test/support/rate-limit-stack';
 import { bundleForBrowser } from '../../scripts/bundle';
 
@@ -68,25 +68,20 @@ const PAGE = `<!doctype html><script type="module">${PAGE_SCRIPT}</script>`;
 
 describe('petstore client in Chromium, on a page of another origin', function () {
   this.timeout(60_000);
-  let browser: Browser;
-  let allowedPage: CrossOriginPage;
-  let otherPage: CrossOriginPage;
+  let browser: BrowserWithPages;
   let stack: RateLimitStack;
   let page: Page;
 
   before(async function () {
-    browser = await launchChromiumOrSkip(this);
-    const files = { '/': PAGE, '/client.js': await bundleForBrowser() };
-    [allowedPage, otherPage] = await Promise.all([serveCrossOriginPage(files), serveCrossOriginPage(files)]);
+    browser = await launchChromiumWithPagesOrSkip(this, { '/': PAGE, '/client.js': await bundleForBrowser() });
   });
 
   after(async () => {
     await browser?.close();
-    await Promise.all([allowedPage?.close(), otherPage?.close()]);
   });
 
   beforeEach(async () => {
-    stack = await startRateLimitStack({ keys: KEYS, corsOrigins: [allowedPage.origin] });
+    stack = await startRateLimitStack({ keys: KEYS, corsOrigins: [browser.allowedPage.origin] });
     page = await browser.newPage();
     await page.exposeFunction('gatewayNow', () => stack.now());
     await page.exposeFunction('advance', (ms: number) => stack.setNow(stack.now() + ms));
@@ -105,7 +100,7 @@ describe('petstore client in Chromium, on a page of another origin', function ()
   }
 
   it('creates, pages, reports errors and sits out 429s through CORS', async () => {
-    const args = await open(allowedPage);
+    const args = await open(browser.allowedPage);
     expect(new URL(page.url()).origin).to.not.equal(new URL(stack.baseUrl).origin);
     const statuses: number[] = [];
     page.on('response', (response) => {
@@ -125,7 +120,7 @@ describe('petstore client in Chromium, on a page of another origin', function ()
   });
 
   it("reports a gateway that does not allow the page's origin as network_error, after retrying within its budget", async () => {
-    const args = await open(otherPage);
+    const args = await open(browser.otherPage);
     const result = await page.evaluate<Record<string, unknown>>(`window.failure(${args})`);
     expect(result).to.deep.include({ isPetstoreError: true, code: 'network_error', status: 0 });
     expect(result.waited, 'it retried, within its 5 s budget').to.be.within(1, 5000);

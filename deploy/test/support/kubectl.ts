@@ -21,11 +21,7 @@ export function findKubectl(): string | undefined {
  * With REQUIRE_KUBECTL=1 (CI) a missing kubectl fails instead.
  */
 export function kubectlOrSkip(context: Context): string {
-  const binary = findKubectl();
-  if (binary === undefined) {
-    pendingOrRequired(context, 'REQUIRE_KUBECTL', 'kubectl not found (install it, e.g. with .ci/install-kubectl.sh, or set KUBECTL_BIN)');
-  }
-  return binary;
+  return findKubectl() ?? pendingOrRequired(context, 'REQUIRE_KUBECTL', 'kubectl not found (install it, e.g. with .ci/install-kubectl.sh, or set KUBECTL_BIN)');
 }
 
 /** `kubectl kustomize <dir>`, parsed: every object the overlay renders. Needs no cluster. */

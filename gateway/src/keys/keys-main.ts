@@ -4,8 +4,7 @@
  * the gateway reads them): `unban`, which lifts a key's temporary ban (every replica notices
  * within a second, see BanCache), and `usage`, which reads what keys have used. With in-memory
  * counters there is nothing shared: each gateway's admin port answers for itself instead
- * (`DELETE /admin/bans/<keyId>`, `GET /admin/usage`). `npm run unban -- <keyId>` is kept as an
- * alias of `unban --id`.
+ * (`DELETE /admin/bans/<keyId>`, `GET /admin/usage`).
  */
 import { type GatewayConfig, parseConfig } from '../config';
 import type { ApiKey } from '../edge/api-keys';

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { expect } from 'chai';
 import { freePort } from '../../../system-test/support/redis-server';
+import { waitFor } from '../../../system-test/support/wait-for';
 
 const ROOT = join(__dirname, '..', '..', '..');
 
@@ -38,12 +39,8 @@ describe('LOG_LEVEL (gateway process)', function () {
     createInterface({ input: child.stdout! }).on('line', (text) => lines.push(JSON.parse(text) as Record<string, unknown>));
     const closed = once(child, 'close');
     try {
-      let up = false;
-      for (let attempt = 0; attempt < 150 && !up && child.exitCode === null; attempt += 1) {
-        up = await answers(`http://127.0.0.1:${adminPort}/healthz`);
-        if (!up) await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      expect(up, 'gateway admin port answering').to.equal(true);
+      await waitFor(async () => child.exitCode !== null || (await answers(`http://127.0.0.1:${adminPort}/healthz`)), 15_000);
+      expect(child.exitCode, 'gateway admin port answering, not exited').to.equal(null);
 
       expect((await fetch(`http://127.0.0.1:${port}/v1/openapi.json`)).status).to.equal(200);
       const failed = await fetch(`http://127.0.0.1:${port}/v1/pets`, { headers: { authorization: 'Bearer demo-free-key-0000' } });

@@ -19,6 +19,7 @@ import {
   type TracingSettings,
   tracingSettings,
 } from '../../index';
+import { waitFor } from '../../../system-test/support/wait-for';
 
 const settingsOf = (env: Record<string, string>): TracingSettings =>
   tracingSettings(cleanEnv(env, TRACING_ENV, { reporter: throwOnError }), 'svc');
@@ -144,14 +145,19 @@ describe('tracing', () => {
   it('reports failed exports at most once per interval, with how many failed', async () => {
     let now = 0;
     const reports: number[] = [];
+    let attempts = 0;
     const failing: SpanExporter = {
-      export: (_spans: ReadableSpan[], done) => done({ code: ExportResultCode.FAILED, error: new Error('refused') }),
+      export: (_spans: ReadableSpan[], done) => {
+        attempts += 1;
+        done({ code: ExportResultCode.FAILED, error: new Error('refused') });
+      },
       shutdown: () => Promise.resolve(),
     };
     const tracing = createTracing(exporting(), { exporter: failing, now: () => now, onExportFailure: (failures) => reports.push(failures) });
     const exportOne = async (): Promise<void> => {
+      const before = attempts;
       tracing.tracer.startSpan('x').end();
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await waitFor(() => attempts > before, 5000);
     };
     await exportOne();
     await exportOne();

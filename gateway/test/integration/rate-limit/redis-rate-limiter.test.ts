@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
 import type { RateLimitPolicy } from '../../../src/rate-limit/rate-limiter';
-import { checkAtStartup, connectRedis } from '../../../src/rate-limit/redis-connection';
+import { checkAtStartup, connectRedis, type RedisConnectionOptions } from '../../../src/rate-limit/redis-connection';
 import { RedisRateLimiter } from '../../../src/rate-limit/redis-rate-limiter';
 import { rateLimiterContract } from '../../unit/rate-limit/rate-limiter-contract';
 import { commandCalls, type RedisServer, startRedisOrSkip, totalCommandCalls } from '../../../../system-test/support/redis-server';
@@ -17,19 +17,24 @@ const FREE: RateLimitPolicy = {
 
 const PER_IP: RateLimitPolicy = { windows: [{ name: 'ip-minute', limit: 60, seconds: 60 }] };
 
+/**
+ * A limiter on a connection of its own to `target`, as each gateway replica has, once Redis
+ * answers; added to `opened`, for the suite to close.
+ */
+async function openReplica(target: RedisConnectionOptions['target'], commandTimeoutMs: number, now: () => number, opened: RedisRateLimiter[]): Promise<RedisRateLimiter> {
+  const redis = connectRedis({ target, commandTimeoutMs });
+  expect(await checkAtStartup(redis, target, 5 * commandTimeoutMs)).to.deep.equal({ state: 'ready' });
+  const limiter = new RedisRateLimiter({ redis, now });
+  opened.push(limiter);
+  return limiter;
+}
+
 describe('RedisRateLimiter against a real redis-server', function () {
   let server: RedisServer;
   let admin: Redis;
   const opened: RedisRateLimiter[] = [];
 
-  async function replica(now: () => number): Promise<RedisRateLimiter> {
-    const target = { kind: 'standalone', variable: 'REDIS_URL', url: server.url } as const;
-    const redis = connectRedis({ target, commandTimeoutMs: 1000 });
-    expect(await checkAtStartup(redis, target, 5000)).to.deep.equal({ state: 'ready' });
-    const limiter = new RedisRateLimiter({ redis, now });
-    opened.push(limiter);
-    return limiter;
-  }
+  const replica = (now: () => number) => openReplica({ kind: 'standalone', variable: 'REDIS_URL', url: server.url }, 1000, now, opened);
 
   before(async function () {
     server = await startRedisOrSkip(this);
@@ -120,14 +125,7 @@ describe('RedisRateLimiter against a real three-master Redis Cluster', function 
   let cluster: RedisClusterServers;
   const opened: RedisRateLimiter[] = [];
 
-  async function replica(now: () => number): Promise<RedisRateLimiter> {
-    const target = clusterTarget(cluster);
-    const redis = connectRedis({ target, commandTimeoutMs: 2000 });
-    expect(await checkAtStartup(redis, target, 10_000)).to.deep.equal({ state: 'ready' });
-    const limiter = new RedisRateLimiter({ redis, now });
-    opened.push(limiter);
-    return limiter;
-  }
+  const replica = (now: () => number) => openReplica(clusterTarget(cluster), 2000, now, opened);
 
   before(async function () {
     cluster = await startRedisClusterOrSkip(this, 3);

@@ -1,15 +1,14 @@
-import { once } from 'node:events';
-import { createServer, request as httpRequest, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { request as httpRequest } from 'node:http';
 import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import pino from 'pino';
 import { NON_RECORDING_TRACER } from '@petstore/runtime';
 import { attachContext } from '../../../src/edge/request-context';
 import { assignRequestId, createRequestObserver } from '../../../src/observability/request-logging';
+import { listenOnLoopback, type LoopbackServer } from '../../../../system-test/support/loopback-server';
 
 describe('request logging', () => {
-  let server: Server;
+  let server: LoopbackServer;
   let base: string;
   let lines: Array<Record<string, unknown>>;
   let logged: () => void;
@@ -25,7 +24,7 @@ describe('request logging', () => {
       },
     });
     const observe = createRequestObserver(pino(sink));
-    server = createServer((request, response) => {
+    server = await listenOnLoopback((request, response) => {
       const context = {
         requestId: assignRequestId(request, response),
         startedAt: process.hrtime.bigint(),
@@ -42,14 +41,10 @@ describe('request logging', () => {
         response.statusCode = 503;
         response.end('down');
       } else hung();
-    }).listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    });
+    base = server.base;
   });
-  afterEach(() => {
-    server.closeAllConnections();
-    server.close();
-  });
+  afterEach(() => server.close());
 
   it('logs one line per answered request, with the id it echoes and hands on', async () => {
     const response = await fetch(`${base}/ok`, { headers: { 'x-request-id': 'trace-1' } });

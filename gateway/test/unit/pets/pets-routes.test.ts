@@ -1,14 +1,12 @@
-import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { NON_RECORDING_TRACER } from '@petstore/runtime';
 import type { RequestContext } from '../../../src/edge/request-context';
 import type { PetClient } from '../../../src/pet-service-client/pet-client';
 import { createPetsRoutes } from '../../../src/pets/pets-routes';
+import { listenOnLoopback, type LoopbackServer } from '../../../../system-test/support/loopback-server';
 
 describe('pets routes', () => {
-  let server: Server;
+  let server: LoopbackServer;
   let base: string;
   let context: RequestContext;
   let unserved: string[];
@@ -16,21 +14,17 @@ describe('pets routes', () => {
   beforeEach(async () => {
     unserved = [];
     const routes = createPetsRoutes({ petClient: {} as PetClient, now: () => 0, onInternalError: () => undefined });
-    server = createServer((request, response) => {
+    server = await listenOnLoopback((request, response) => {
       context = { requestId: 'r', startedAt: 0n, span: NON_RECORDING_TRACER.startSpan('request'), key: undefined, route: undefined };
       const path = new URL(request.url!, 'http://x').pathname;
       if (!routes.serve(request, response, context, path)) {
         unserved.push(path);
         response.end();
       }
-    }).listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    });
+    base = server.base;
   });
-  afterEach(() => {
-    server.closeAllConnections();
-    server.close();
-  });
+  afterEach(() => server.close());
 
   it('names petId when it cannot be percent-decoded, whatever the method, as express does', async () => {
     for (const method of ['GET', 'DELETE']) {
