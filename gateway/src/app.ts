@@ -7,7 +7,7 @@ import { type CorsOrigins, createCorsPolicy } from './edge/cors-policy';
 import { createErrorHandler, type InternalErrorListener, methodNotAllowed, notFound } from './http/error-handler';
 import { MemoryRateLimiter } from './rate-limit/memory-rate-limiter';
 import type { GatewayMetrics } from './observability/metrics';
-import { openApiDocumentFor } from './http/openapi';
+import { openApiDocumentFor } from './http/openapi/proxied-routes';
 import { createApiDocsRouter } from './http/api-docs-router';
 import type { PetClient } from './pet-service-client/pet-client';
 import { createPetsRoutes } from './pets/pets-routes';
