@@ -2,8 +2,9 @@ import type { RequestListener } from 'node:http';
 import express from 'express';
 import { stringify } from 'lossless-json';
 import pino, { type Logger } from 'pino';
-import type { ApiKeyDirectory } from './edge/api-keys';
-import { type CorsOrigins, createCorsPolicy } from './edge/cors-policy';
+import type { ApiKeyDirectory } from './keys/api-keys';
+import type { CorsOrigins, TrustProxy } from './config';
+import { createCorsPolicy } from './edge/cors-policy';
 import { createErrorHandler, type InternalErrorListener, methodNotAllowed, notFound } from './http/error-handler';
 import { MemoryRateLimiter } from './rate-limit/memory-rate-limiter';
 import type { GatewayMetrics } from './observability/metrics';
@@ -16,9 +17,6 @@ import { DEFAULT_RATE_LIMIT_SETTINGS, type RateLimitSettings } from './rate-limi
 import type { RateLimiter } from './rate-limit/rate-limiter';
 import { createProxyRoutes } from './upstream/proxy-route';
 import type { ProxyRoute } from './upstream/routes-file';
-
-/** Express's `trust proxy` setting: whether, or from which hops, X-Forwarded-For is believed. */
-export type TrustProxy = boolean | number | readonly string[];
 
 /** Everything the HTTP app depends on; `main.ts` builds these from the validated config. */
 export interface AppOptions {
