@@ -9,6 +9,12 @@ export const REQUEST_ID_METADATA = 'x-request-id';
 export const IDEMPOTENCY_KEY_METADATA = 'idempotency-key';
 /** Who is calling (the gateway sends the API key's id); idempotency keys are scoped to it. */
 export const CALLER_ID_METADATA = 'x-caller-id';
+/**
+ * W3C Trace Context, as in HTTP: the caller's span, which the pet service's span of the call is a
+ * child of, and vendor state carried along with it.
+ */
+export const TRACEPARENT_METADATA = 'traceparent';
+export const TRACESTATE_METADATA = 'tracestate';
 /** Response metadata, `true` when a create returned an earlier create's pet. */
 export const IDEMPOTENT_REPLAYED_METADATA = 'idempotent-replayed';
 /**
@@ -25,6 +31,10 @@ export interface CallMetadataValues {
   readonly callerId?: string;
   /** `idempotency-key`: makes a CreatePet safe to repeat (with the same request). */
   readonly idempotencyKey?: string;
+  /** `traceparent`: the calling span, in W3C Trace Context's format. */
+  readonly traceparent?: string;
+  /** `tracestate`: vendor trace state, sent with `traceparent`. */
+  readonly tracestate?: string;
 }
 
 /** The metadata of one call, built from the values the contract names. */
@@ -33,5 +43,7 @@ export function callMetadata(values: CallMetadataValues): Metadata {
   if (values.requestId !== undefined) metadata.set(REQUEST_ID_METADATA, values.requestId);
   if (values.callerId !== undefined) metadata.set(CALLER_ID_METADATA, values.callerId);
   if (values.idempotencyKey !== undefined) metadata.set(IDEMPOTENCY_KEY_METADATA, values.idempotencyKey);
+  if (values.traceparent !== undefined) metadata.set(TRACEPARENT_METADATA, values.traceparent);
+  if (values.tracestate !== undefined) metadata.set(TRACESTATE_METADATA, values.tracestate);
   return metadata;
 }

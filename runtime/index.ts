@@ -1,9 +1,12 @@
 /**
  * Process plumbing that the gateway and the pet service share, so the two cannot drift: the
- * logger, the crash handlers, the environment validators and the shutdown sequence. Nothing here
+ * logger, the crash handlers, the environment validators, the shutdown sequence and the tracing
+ * set-up (OpenTelemetry, W3C Trace Context). Nothing here
  * knows about pets, HTTP or gRPC.
  */
 export * from './src/crash-handlers';
 export * from './src/env';
 export * from './src/logger';
 export * from './src/shutdown';
+export * from './src/tracing';
+export * from './src/tracing-env';

@@ -27,7 +27,7 @@ http2.connect = ((...args: Parameters<typeof connectHttp2>) => connectHttp2(...a
  * Sends a call again, once, when its stream was refused (RFC 9113 section 8.7: the server processed
  * nothing of it), as `createPetServiceClient` does. connect-node retries nothing, and reports the
  * streams the pet service refuses as it recycles a connection as INTERNAL: without this, the
- * variant lost a few reads at every recycle (docs/grpc-client-evaluation.md).
+ * variant lost a few reads at every recycle (docs/decisions.md, the gateway's gRPC client).
  */
 const resendRefused: Interceptor = (next) => async (request) => {
   try {

@@ -145,6 +145,18 @@ describe('deploy/ manifests', function () {
       expect(corsOrigins('production')).to.equal('');
     });
 
+    it('exports both services’ traces to an in-cluster collector, tagged with the deployment, sampling a tenth in production', () => {
+      for (const overlay of ['staging', 'production'] as const) {
+        for (const settings of ['gateway-settings', 'pet-service-settings']) {
+          const data = (rendered[overlay].find((o) => o.kind === 'ConfigMap' && o.metadata.name.startsWith(settings)) as any).data;
+          expect(data.OTEL_EXPORTER_OTLP_ENDPOINT, `${overlay} ${settings}`).to.match(/^http:\/\/[a-z-]+\.[a-z-]+\.svc\.cluster\.local:4318$/);
+          expect(data.OTEL_RESOURCE_ATTRIBUTES).to.equal(`deployment.environment.name=${overlay}`);
+          expect(data.OTEL_TRACES_SAMPLER).to.equal('parentbased_traceidratio');
+          expect(data.OTEL_TRACES_SAMPLER_ARG).to.equal(overlay === 'production' ? '0.1' : '1');
+        }
+      }
+    });
+
     it('has an Ingress host per base address', () => {
       const hosts = (overlay: Overlay) => rendered[overlay].filter((o) => o.kind === 'Ingress').flatMap((o: any) => o.spec.rules.map((r: any) => r.host));
       expect(hosts('staging')).to.deep.equal(['api.staging.petstore.example.com']);

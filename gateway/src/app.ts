@@ -1,4 +1,6 @@
 import type { RequestListener } from 'node:http';
+import type { Tracer } from '@opentelemetry/api';
+import { NON_RECORDING_TRACER } from '@petstore/runtime';
 import express from 'express';
 import { stringify } from 'lossless-json';
 import pino, { type Logger } from 'pino';
@@ -40,6 +42,8 @@ export interface AppOptions {
   readonly routes?: readonly ProxyRoute[];
   /** Browser origins allowed to call the API (CORS_ORIGINS); default none: no CORS headers. */
   readonly corsOrigins?: CorsOrigins;
+  /** Starts the spans of requests and of the calls they make; default: none recorded (ids still propagate). */
+  readonly tracer?: Tracer;
 }
 
 /**
@@ -51,6 +55,7 @@ export function createApp(options: AppOptions): RequestListener {
   const logger = options.logger ?? pino({ level: 'silent' });
   const onInternalError = options.onInternalError ?? ((error: unknown) => logger.error({ err: error }, 'internal error'));
   const routes = options.routes ?? [];
+  const tracer = options.tracer ?? NON_RECORDING_TRACER;
   const openApiJson = stringify(openApiDocumentFor(routes))!;
   // A preflight allows every method the gateway serves on some path: the pets API's and the routes'.
   const cors = createCorsPolicy(options.corsOrigins ?? [], [...new Set(['GET', 'HEAD', 'POST', ...routes.flatMap((route) => route.methods)])]);
@@ -67,18 +72,19 @@ export function createApp(options: AppOptions): RequestListener {
     throw openApiMethods;
   });
   app.use(createApiDocsRouter());
-  for (const { prefix, handlers } of createProxyRoutes({ routes, logger, cors: cors !== undefined })) app.use(prefix, ...handlers);
+  for (const { prefix, handlers } of createProxyRoutes({ routes, logger, cors: cors !== undefined, tracer })) app.use(prefix, ...handlers);
   app.use(notFound);
   app.use(createErrorHandler(onInternalError));
   return createFrontDoor({
     app,
-    routes: createPetsRoutes({ petClient: options.petClient, now, onInternalError }),
+    routes: createPetsRoutes({ petClient: options.petClient, now, onInternalError, tracer }),
     apiKeys: options.apiKeys,
     now,
     limiter: options.limiter ?? new MemoryRateLimiter({ now }),
     settings: options.rateLimits ?? DEFAULT_RATE_LIMIT_SETTINGS,
     logger,
     metrics: options.metrics,
+    tracer,
     draining: options.draining ?? (() => false),
     cors,
   });

@@ -8,6 +8,9 @@ import {
   positiveInteger,
   SHUTDOWN_ENV,
   throwOnError,
+  TRACING_ENV,
+  type TracingSettings,
+  tracingSettings,
 } from '@petstore/runtime';
 import { bool, cleanEnv, EnvError, makeValidator, num, str } from 'envalid';
 
@@ -63,6 +66,8 @@ export interface GatewayConfig {
   readonly workers: number;
   /** Key ids whose rate-limit decisions are counted by id as well as by plan; at most {@link MAX_METRICS_KEY_IDS}. */
   readonly metricsKeyIds: readonly string[];
+  /** OpenTelemetry (OTEL_*): export, sampling, service name (docs/operations.md#tracing). */
+  readonly tracing: TracingSettings;
 }
 
 /** Most key ids METRICS_KEY_IDS may list: each adds three series, and Prometheus pays per series. */
@@ -259,7 +264,7 @@ function environmentSpec(defaultKeysFile: string) {
     BAN_SECONDS: positiveInteger({ default: 900, desc: 'Length of a temporary ban' }),
     UNAUTHENTICATED_PER_MINUTE: positiveInteger({ default: 60, desc: 'Per client IP, requests without a valid key' }),
     UNAUTHENTICATED_MAX_ADDRESSES: positiveInteger({
-      // About 640 bytes of heap each: at most some 30 MB.
+      // Bounds the heap the per-IP counters can take (docs/rate-limits.md#under-abuse gives the size).
       default: 50_000,
       desc: 'Client addresses counted apart per minute in memory; addresses first seen after that share one bucket',
     }),
@@ -283,6 +288,7 @@ function environmentSpec(defaultKeysFile: string) {
     MAX_CONNECTIONS: positiveInteger({ default: 4096, desc: 'Connections to the public port beyond this are closed as they arrive' }),
     ...LOGGING_ENV,
     ...SHUTDOWN_ENV,
+    ...TRACING_ENV,
     GATEWAY_WORKERS: positiveInteger({ default: 1, desc: 'Worker processes sharing the public port; more than 1 needs a shared Redis' }),
     METRICS_KEY_IDS: metricsKeyIds({
       default: Object.freeze([]),
@@ -402,5 +408,6 @@ export function parseConfig(
     shutdownTimeoutMs: parsed.SHUTDOWN_TIMEOUT_MS,
     workers: parsed.GATEWAY_WORKERS,
     metricsKeyIds: parsed.METRICS_KEY_IDS,
+    tracing: tracingSettings(parsed, 'gateway'),
   });
 }

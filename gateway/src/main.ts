@@ -1,6 +1,6 @@
 import cluster from 'node:cluster';
 import { join } from 'node:path';
-import { ConfigError, createLogger, flushThenExit, installCrashHandlers, shutdownOnSignal } from '@petstore/runtime';
+import { ConfigError, createLogger, createTracing, flushThenExit, installCrashHandlers, shutdownOnSignal } from '@petstore/runtime';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { type AdminAppOptions, createAdminApp } from './admin/admin-app';
@@ -106,6 +106,9 @@ async function serve({ config, apiKeys: initialKeys, routes }: Settings, logger:
   process.on('SIGHUP', () => apiKeys.reload('SIGHUP', true));
   const petClient = createPetClient({ target: config.petServiceAddress, timeoutMs: config.petServiceTimeoutMs, metrics });
   const { limiter, redisCheck } = await createLimiter(config, logger, metrics);
+  const tracing = createTracing(config.tracing, {
+    onExportFailure: (failures, error) => logger.warn({ failures, err: error }, 'trace export failed; spans are dropped until the collector answers'),
+  });
   let draining = false;
   const app = createApp({
     petClient,
@@ -121,6 +124,7 @@ async function serve({ config, apiKeys: initialKeys, routes }: Settings, logger:
     trustProxy: config.trustProxy,
     routes,
     corsOrigins: config.corsOrigins,
+    tracer: tracing.tracer,
   });
   const publicServer = await listen(app, config.host, config.port, config.connectionLimits);
   let adminServer: ListeningServer | undefined;
@@ -152,6 +156,7 @@ async function serve({ config, apiKeys: initialKeys, routes }: Settings, logger:
       petClient.close();
       await limiter.close();
       if (adminServer !== undefined) await closeGracefully(adminServer.server);
+      await tracing.shutdown();
       return 0;
     },
   });

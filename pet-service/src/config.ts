@@ -7,6 +7,9 @@ import {
   positiveInteger,
   SHUTDOWN_ENV,
   throwOnError,
+  TRACING_ENV,
+  type TracingSettings,
+  tracingSettings,
 } from '@petstore/runtime';
 import { cleanEnv, EnvError, makeValidator, str } from 'envalid';
 import { MongoClient } from 'mongodb';
@@ -56,16 +59,18 @@ export interface PetServiceConfig {
   /** On SIGTERM: health reports NOT_SERVING at once, calls are served this long, then the server stops. */
   readonly shutdownDelayMs: number;
   readonly shutdownTimeoutMs: number;
+  /** OpenTelemetry (OTEL_*): export, sampling, service name (docs/operations.md#tracing). */
+  readonly tracing: TracingSettings;
 }
 
 /**
- * LOG_SLOW_CALL_MS's default: several times a loaded replica's p99 for a page of 20 (about 20 ms),
- * and a twentieth of the gateway's deadline.
+ * LOG_SLOW_CALL_MS's default: several times a loaded replica's p99 for a page of 20, and a
+ * twentieth of the gateway's deadline (docs/decisions.md, Operations).
  */
 export const DEFAULT_SLOW_CALL_MS = 100;
 /**
  * Default client connection age. With a client's re-resolution interval it bounds how long a new
- * replica waits for calls from clients that connected before it (docs/deploy.md, Scaling): a
+ * replica waits for calls from clients that connected before it (docs/deploy.md, Scale-out notes): a
  * connection recycled this often costs one reconnect per client and replica.
  */
 export const DEFAULT_MAX_CONNECTION_AGE_MS = 30_000;
@@ -127,6 +132,7 @@ const ENVIRONMENT_SPEC = {
   }),
   STORE_HEALTH_INTERVAL_MS: positiveInteger({ default: 5000, desc: 'How often the store is pinged for health' }),
   ...SHUTDOWN_ENV,
+  ...TRACING_ENV,
 };
 
 /** Every environment variable the pet service reads (deployment manifests are checked against it). */
@@ -159,5 +165,6 @@ export function parseConfig(env: NodeJS.ProcessEnv, prettyAvailable: () => boole
     maxConnectionAgeMs: parsed.GRPC_MAX_CONNECTION_AGE_MS,
     shutdownDelayMs: parsed.SHUTDOWN_DELAY_MS,
     shutdownTimeoutMs: parsed.SHUTDOWN_TIMEOUT_MS,
+    tracing: tracingSettings(parsed, 'pet-service'),
   });
 }

@@ -1,4 +1,4 @@
-import { createLogger, flushThenExit, installCrashHandlers, shutdownOnSignal } from '@petstore/runtime';
+import { createLogger, createTracing, flushThenExit, installCrashHandlers, shutdownOnSignal } from '@petstore/runtime';
 import type { Logger } from 'pino';
 import { startAdminServer } from './observability/admin-server';
 import { parseConfig, type PetServiceConfig } from './config';
@@ -33,7 +33,11 @@ async function main(config: PetServiceConfig, logger: Logger): Promise<void> {
   const metrics = createMetrics(repository instanceof MemoryPetRepository ? { idempotencyKeys: () => repository.idempotencyKeys } : {});
   // A queued create gives up while its caller's deadline still leaves the store its timeout.
   const writeTimeMs = config.mongodbUri === undefined ? 0 : config.mongodbTimeoutMs;
-  const server = await createServer({ ...config, writeTimeMs, repository, logger, metrics });
+  const tracing = createTracing(config.tracing, {
+    onExportFailure: (failures, error) => logger.warn({ failures, err: error }, 'trace export failed; spans are dropped until the collector answers'),
+  });
+  const store = config.mongodbUri === undefined ? { system: 'memory' } : { system: 'mongodb', namespace: config.mongodbDatabase };
+  const server = await createServer({ ...config, writeTimeMs, repository, logger, metrics, tracer: tracing.tracer, store });
   const admin = await startAdminServer(metrics.registry, config.host, config.adminPort);
   logger.info(
     { port: server.port, adminPort: admin.port, store: config.mongodbUri === undefined ? 'memory' : 'mongodb' },
@@ -51,6 +55,7 @@ async function main(config: PetServiceConfig, logger: Logger): Promise<void> {
     begin: () => server.drain(),
     drain: async () => {
       const [{ forced }] = await Promise.all([server.shutdown(), admin.close()]);
+      await tracing.shutdown();
       if (forced) logger.error('cancelled calls that outlived SHUTDOWN_TIMEOUT_MS');
       return forced ? 1 : 0;
     },

@@ -3,8 +3,10 @@ import { loadSync } from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
 import { PET_SERVICE_NAME, PET_SERVICE_PROTO, PROTO_ROOT } from '@petstore/proto';
 import { HealthImplementation, protoPath as HEALTH_PROTO } from 'grpc-health-check';
+import type { Tracer } from '@opentelemetry/api';
+import { NON_RECORDING_TRACER } from '@petstore/runtime';
 import pino, { type Logger } from 'pino';
-import { InstrumentedRepository } from './store/instrumented-repository';
+import { InstrumentedRepository, type StoreDescription } from './store/instrumented-repository';
 import { createMetrics, type PetServiceMetrics } from './observability/metrics';
 import { PageTokenCodec } from './pets/page-token';
 import type { PetRepository } from './store/pet-repository';
@@ -48,6 +50,10 @@ export interface ServerOptions {
   readonly slowCallMs?: number;
   /** Monotonic time in ns that calls are timed with (tests; unset: `process.hrtime.bigint`). */
   readonly clock?: () => bigint;
+  /** Starts the spans of calls and store operations (unset: none recorded; ids still reach the logs). */
+  readonly tracer?: Tracer;
+  /** The store, as its operations' spans name it (unset: the in-process store). */
+  readonly store?: StoreDescription;
 }
 
 export interface RunningServer {
@@ -78,7 +84,8 @@ const HEALTH_SERVICES = ['', PET_SERVICE_NAME];
 export async function createServer(options: ServerOptions): Promise<RunningServer> {
   const logger = options.logger ?? pino({ level: 'silent' });
   const metrics = options.metrics ?? createMetrics();
-  const repository = new InstrumentedRepository(options.repository, metrics);
+  const tracer = options.tracer ?? NON_RECORDING_TRACER;
+  const repository = new InstrumentedRepository(options.repository, metrics, tracer, options.store);
   const forcedShutdown = new AbortController();
   const writes = createWriteLimiter({
     maxConcurrent: options.maxConcurrentWrites ?? Number.POSITIVE_INFINITY,
@@ -102,6 +109,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
       forcedShutdown: forcedShutdown.signal,
       slowCallMs: options.slowCallMs ?? DEFAULT_SLOW_CALL_MS,
       clock: options.clock ?? process.hrtime.bigint,
+      tracer,
     }),
   );
 

@@ -39,8 +39,8 @@ export function createLogger(options: LoggerOptions): Logger {
     redact: [...REDACTED_PATHS],
   };
   if (options.pretty) return pino({ ...settings, transport: { target: 'pino-pretty' } });
-  // Asynchronous and batched: a synchronous write per line was a third of the CPU a rejected
-  // request costs. Lines wait for 2 KiB of company or the 100 ms timer, whichever comes first;
+  // Asynchronous and batched: a synchronous write per line is a large share of the CPU a rejected
+  // request costs (docs/performance.md gives the figure). Lines wait for 2 KiB of company or the 100 ms timer, whichever comes first;
   // exits go through flushThenExit so none is lost. Each write is whole lines and at most 4096
   // bytes (PIPE_BUF): cluster workers share the primary's stdout, and only writes that small stay
   // whole on a pipe that several processes write to.

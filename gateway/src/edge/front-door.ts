@@ -1,5 +1,6 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { isIP } from 'node:net';
+import type { Tracer } from '@opentelemetry/api';
 import type { Express } from 'express';
 import parseUrl from 'parseurl';
 import type { Logger } from 'pino';
@@ -15,6 +16,7 @@ import { rateLimitHeaders } from '../rate-limit/rate-limit-headers';
 import { ipSubject, keyPolicy, keySubject, type RateLimitSettings, unauthenticatedPolicy } from '../rate-limit/rate-limit-policy';
 import type { RateLimitDecision, RateLimiter, RateLimitPolicy } from '../rate-limit/rate-limiter';
 import { assignRequestId, createRequestObserver } from '../observability/request-logging';
+import { ATTR_RATE_LIMIT_DECISION, ATTR_REFUSAL, startRequestSpan } from '../observability/request-tracing';
 
 /**
  * Routes the front door serves itself, without express: the pets routes (`gateway/src/pets/`).
@@ -39,6 +41,8 @@ export interface FrontDoorOptions {
   readonly settings: RateLimitSettings;
   readonly logger: Logger;
   readonly metrics?: GatewayMetrics;
+  /** Starts every request's server span (recorded or not; see `observability/request-tracing.ts`). */
+  readonly tracer: Tracer;
   /** True once shutdown has begun: every response then closes its connection. */
   readonly draining: () => boolean;
   /** CORS_ORIGINS' policy; undefined: no CORS headers, and an OPTIONS is an ordinary request. */
@@ -69,7 +73,7 @@ const OPENAPI_DOCUMENT = /^\/v1\/openapi\.json\/?$/i;
  * request without a valid key, so preflights cannot flood, and answered here with 204.
  */
 export function createFrontDoor(options: FrontDoorOptions): RequestListener {
-  const { app, routes, apiKeys, now, limiter, settings, logger, metrics, draining, cors } = options;
+  const { app, routes, apiKeys, now, limiter, settings, logger, metrics, tracer, draining, cors } = options;
   const observe = createRequestObserver(logger, metrics);
   const keyPolicies = new WeakMap<ApiKey, RateLimitPolicy>();
   const ipPolicy = unauthenticatedPolicy(settings.unauthenticatedPerMinute);
@@ -108,15 +112,26 @@ export function createFrontDoor(options: FrontDoorOptions): RequestListener {
       return;
     }
     if (identity instanceof ApiError && (identity === AMBIGUOUS_CREDENTIALS || (KEYED.test(path) && !OPENAPI_DOCUMENT.test(path)))) {
-      context.route = routes.routeOf(path);
-      sendApiError(request, response, identity);
+      refuse(request, response, context, path, identity);
       return;
     }
     if (!routes.serve(request, response, context, path)) app(request, response);
   };
 
+  const refuse = (request: IncomingMessage, response: ServerResponse, context: RequestContext, path: string, apiError: ApiError): void => {
+    context.route = routes.routeOf(path);
+    if (context.span.isRecording()) context.span.setAttribute(ATTR_REFUSAL, apiError.code);
+    sendApiError(request, response, apiError);
+  };
+
   return (request, response) => {
-    const context: RequestContext = { requestId: assignRequestId(request, response), startedAt: process.hrtime.bigint(), key: undefined, route: undefined };
+    const context: RequestContext = {
+      requestId: assignRequestId(request, response),
+      startedAt: process.hrtime.bigint(),
+      span: startRequestSpan(tracer, request),
+      key: undefined,
+      route: undefined,
+    };
     attachContext(request, context);
     observe(response);
     if (draining()) response.setHeader('Connection', 'close');
@@ -137,13 +152,13 @@ export function createFrontDoor(options: FrontDoorOptions): RequestListener {
     decision.then(
       (result) => {
         metrics?.rateLimitDecisions.inc({ plan: key?.plan ?? 'anonymous', outcome: result.outcome });
+        if (context.span.isRecording()) context.span.setAttribute(ATTR_RATE_LIMIT_DECISION, result.outcome);
         const headers = rateLimitHeaders(result);
         for (const name in headers) response.setHeader(name, headers[name]!);
         if (result.outcome !== 'allowed') {
           // Refused before its body was read: the connection closes once the answer is written,
           // so a client cannot keep trickling a body nobody reads.
-          context.route = routes.routeOf(path);
-          sendApiError(request, response, refusal(result, key === undefined));
+          refuse(request, response, context, path, refusal(result, key === undefined));
           return;
         }
         dispatch(request, response, context, path, identity);

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import type { Span } from '@opentelemetry/api';
 import type { ApiKey } from '../keys/api-keys';
 
 /**
@@ -10,6 +11,11 @@ export interface RequestContext {
   readonly requestId: string;
   /** `process.hrtime.bigint()` when the front door took the request. */
   readonly startedAt: bigint;
+  /**
+   * The request's server span, recorded or not: its trace and span ids go to the log line, and it is
+   * the parent of the calls the request makes (`traceparent` to the pet service and upstreams).
+   */
+  readonly span: Span;
   /** The valid API key the request carried, if it had one; never its secret. */
   key: ApiKey | undefined;
   /**

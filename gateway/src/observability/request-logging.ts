@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { contextOf, type RequestContext } from '../edge/request-context';
 import { recordRequest } from './http-metrics';
 import type { GatewayMetrics } from './metrics';
+import { endRequestSpan } from './request-tracing';
 
 /**
  * The route a request is reported under: the template or label its context names, else the
@@ -38,6 +39,9 @@ export interface RequestLine {
   /** Milliseconds. */
   readonly duration: number;
   readonly keyId: string | undefined;
+  /** The request's trace, and its server span in it (W3C hex ids), so a line leads to its trace. */
+  readonly traceId: string;
+  readonly spanId: string;
 }
 
 /** Writes a request's line: `request`, `request failed` (error level) for a 5xx, or `request aborted`. */
@@ -49,10 +53,10 @@ export function logRequest(logger: Logger, line: RequestLine, aborted = false): 
 
 /**
  * One log line per request, when its response is finished: method, route, status, duration (ms),
- * key id and request id; never the key or the Authorization header. A 5xx is logged at error level
+ * key id, request id, trace id and span id; never the key or the Authorization header. A 5xx is logged at error level
  * as `request failed`; a response the client abandoned before it was finished, as `request aborted`.
  * With `metrics`, a finished response is also counted and timed by route, method and status (an
- * abandoned one is not).
+ * abandoned one is not). The request's server span ends with it.
  *
  * Written by hand rather than with pino-http, which builds two child loggers and a serialised
  * request for every request. The one listener is made once, not per request: a response emits
@@ -64,6 +68,7 @@ export function createRequestObserver(logger: Logger, metrics?: GatewayMetrics):
     const context = contextOf(request);
     const elapsed = Number(process.hrtime.bigint() - context.startedAt);
     const finished = this.writableFinished;
+    const { traceId, spanId } = context.span.spanContext();
     const line: RequestLine = {
       requestId: context.requestId,
       method: request.method,
@@ -71,8 +76,11 @@ export function createRequestObserver(logger: Logger, metrics?: GatewayMetrics):
       status: this.statusCode,
       duration: elapsed / 1e6,
       keyId: context.key?.id,
+      traceId,
+      spanId,
     };
     logRequest(logger, line, !finished);
+    if (context.span.isRecording()) endRequestSpan(context.span, request, { ...line, plan: context.key?.plan, aborted: !finished });
     if (finished && metrics !== undefined) recordRequest(metrics, line.route, request.method ?? '', line.status, elapsed / 1e9);
   }
   return (response) => {

@@ -1,11 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseQuery } from 'node:querystring';
-import type { Metadata } from '@grpc/grpc-js';
-import { callMetadata, IDEMPOTENCY_KEY_PROBLEM, isPositiveInt64, ONE_VALUE_PROBLEM } from '@petstore/proto';
+import type { Tracer } from '@opentelemetry/api';
+import { IDEMPOTENCY_KEY_PROBLEM, isPositiveInt64, ONE_VALUE_PROBLEM } from '@petstore/proto';
+import { NON_RECORDING_TRACER } from '@petstore/runtime';
 import parseUrl from 'parseurl';
 import type { ServedRoutes } from '../edge/front-door';
 import type { RequestContext } from '../edge/request-context';
 import type { PetClient } from '../pet-service-client/pet-client';
+import { tracedCall } from '../pet-service-client/traced-call';
 import { ApiError } from '../http/api-error';
 import { markDeprecated } from '../http/deprecation';
 import { methodNotAllowed, sendApiError, toApiError, type InternalErrorListener } from '../http/error-handler';
@@ -21,6 +23,8 @@ export interface PetsRoutesOptions {
   readonly now: () => number;
   /** Told of every error that became a 500. */
   readonly onInternalError: InternalErrorListener;
+  /** Starts the client spans of the calls to the pet service; default: none recorded. */
+  readonly tracer?: Tracer;
 }
 
 interface NewPetBody {
@@ -68,7 +72,7 @@ const TWO_IDEMPOTENCY_KEYS = ApiError.invalid('Idempotency-Key', ONE_VALUE_PROBL
  * exactly as express would: the same statuses, headers, Error bodies and 405s with `Allow`; HEAD
  * is served as GET.
  */
-export function createPetsRoutes({ petClient, now, onInternalError }: PetsRoutesOptions): ServedRoutes {
+export function createPetsRoutes({ petClient, now, onInternalError, tracer = NON_RECORDING_TRACER }: PetsRoutesOptions): ServedRoutes {
   const fail = (request: IncomingMessage, response: ServerResponse, error: unknown): void => {
     const apiError = toApiError(error);
     if (apiError.code === 'internal') onInternalError(error);
@@ -77,9 +81,9 @@ export function createPetsRoutes({ petClient, now, onInternalError }: PetsRoutes
 
   const listPets = async (request: IncomingMessage, response: ServerResponse, context: RequestContext): Promise<void> => {
     const query = readListQuery(parseQuery(parseUrl(request)!.query as string | null ?? ''));
-    const { pets, nextPageToken } = await petClient.listPets(
-      { pageSize: query.limit, pageToken: query.cursor ?? '', status: toWireStatus(query.status) },
-      requestMetadata(context),
+    const listRequest = { pageSize: query.limit, pageToken: query.cursor ?? '', status: toWireStatus(query.status) };
+    const { pets, nextPageToken } = await tracedCall(tracer, context.span, 'ListPets', { requestId: context.requestId }, (metadata) =>
+      petClient.listPets(listRequest, metadata),
     );
     if (nextPageToken !== '') response.setHeader('Link', nextLink(query, nextPageToken));
     sendJson(response, 200, petsToJson(pets));
@@ -96,14 +100,12 @@ export function createPetsRoutes({ petClient, now, onInternalError }: PetsRoutes
       throw fieldCount(request.rawHeaders, 'idempotency-key') > 1 ? TWO_IDEMPOTENCY_KEYS : BAD_IDEMPOTENCY_KEY;
     }
     // The key is scoped to the caller: the API key's id.
-    const metadata =
+    const values =
       idempotencyKey === undefined
-        ? requestMetadata(context)
-        : callMetadata({ requestId: context.requestId, idempotencyKey: idempotencyKey as string, callerId: context.key!.id });
-    const created = await petClient.createPet(
-      { name: pet.name, categoryId: pet.categoryId.toString(), status: toWireStatus(pet.status) },
-      metadata,
-    );
+        ? { requestId: context.requestId }
+        : { requestId: context.requestId, idempotencyKey: idempotencyKey as string, callerId: context.key!.id };
+    const newPet = { name: pet.name, categoryId: pet.categoryId.toString(), status: toWireStatus(pet.status) };
+    const created = await tracedCall(tracer, context.span, 'CreatePet', values, (metadata) => petClient.createPet(newPet, metadata));
     response.setHeader('Location', `/v1/pets/${created.pet!.id}`);
     if (created.replayed) response.setHeader('Idempotent-Replayed', 'true');
     sendJson(response, 201, petToJson(created.pet!));
@@ -112,7 +114,9 @@ export function createPetsRoutes({ petClient, now, onInternalError }: PetsRoutes
   const getPet = async (response: ServerResponse, context: RequestContext, petId: string): Promise<void> => {
     markDeprecated(response, now());
     if (!isPositiveInt64(petId)) throw NOT_A_PET_ID;
-    const { pet } = await petClient.getPet({ id: petId }, requestMetadata(context));
+    const { pet } = await tracedCall(tracer, context.span, 'GetPet', { requestId: context.requestId }, (metadata) =>
+      petClient.getPet({ id: petId }, metadata),
+    );
     sendJson(response, 200, petToJson(pet!));
   };
 
@@ -146,11 +150,6 @@ function decodeParameter(encoded: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** Carries the request id to the pet service, so both services log the same id. */
-function requestMetadata(context: RequestContext): Metadata {
-  return callMetadata({ requestId: context.requestId });
 }
 
 function readListQuery(query: Record<string, string | string[] | undefined>): ListQuery {

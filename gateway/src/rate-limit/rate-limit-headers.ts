@@ -2,8 +2,8 @@ import type { RateLimitDecision, RateLimitPolicy, WindowState } from './rate-lim
 
 /**
  * `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers-10): every window as
- * `"name";q=quota;w=seconds`. Built per request: that costs about 0.3 µs, 0.2 % of a request's
- * CPU time, too little to be worth a cache (docs/rate-limiter.md).
+ * `"name";q=quota;w=seconds`. Built per request: a negligible share of a request's CPU, too little
+ * to be worth a cache (docs/rate-limiter-design.md gives the figures).
  */
 export function policyField(policy: RateLimitPolicy): string {
   return policy.windows.map((window) => `"${window.name}";q=${window.limit};w=${window.seconds}`).join(', ');

@@ -6,7 +6,8 @@ export const SCRIPT_BANNED = 2;
 /**
  * Checks the ban, checks every window and, only if all have room, counts the request in all of
  * them, in one atomic round trip. rate-limiter-flexible cannot (rate-limiter-flexible-limits.test.ts):
- * its RateLimiterUnion spends a point in one window while the other rejects (its issue #280), and
+ * its RateLimiterUnion spends a point in one window while the other rejects
+ * (https://github.com/animir/node-rate-limiter-flexible/issues/280), and
  * the script it lets one plug in gets one key and four fixed arguments and returns one count, so the
  * second window, the limits, the ban and the gateway's clock cannot reach it, nor both counts (which
  * the `RateLimit` header reports) come back.

@@ -42,7 +42,7 @@ function banKey(subject: string): string {
  * auto-pipelines with the other requests in flight, per node on a Cluster): the per-IP bucket is
  * rate-limiter-flexible's RateLimiterRedis; the key policy is this gateway's own script
  * ({@link RATE_LIMIT_LUA}), because the library cannot spend two windows in one step (see
- * docs/rate-limiter.md). Bans are cached per replica; see {@link BanCache}. Errors are thrown, not
+ * docs/rate-limiter-design.md). Bans are cached per replica; see {@link BanCache}. Errors are thrown, not
  * hidden: {@link FallbackRateLimiter} decides what to do.
  */
 export class RedisRateLimiter implements RateLimiter {

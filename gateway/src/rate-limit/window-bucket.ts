@@ -12,7 +12,7 @@ import {
 /**
  * Whether `policy` is one window and no ban (the per-IP bucket): exactly what one
  * rate-limiter-flexible limiter counts. Every other policy needs the gateway's own store; see
- * docs/rate-limiter.md.
+ * docs/rate-limiter-design.md.
  */
 export function isSingleWindow(policy: RateLimitPolicy): boolean {
   return policy.ban === undefined && policy.windows.length === 1;

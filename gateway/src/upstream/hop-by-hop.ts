@@ -7,7 +7,8 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'te', 'trailer', 'transf
 /**
  * Whether a header (lower case) belongs to one connection and must not be forwarded: the fixed
  * hop-by-hop fields, every `Proxy-*` field, and every field the message's `Connection` names.
- * http-proxy copies them all in both directions (http-party/node-http-proxy#1488, #446).
+ * http-proxy copies them all in both directions (https://github.com/http-party/node-http-proxy/issues/1488,
+ * https://github.com/http-party/node-http-proxy/issues/446).
  */
 export function isHopByHop(name: string, connectionOptions: ReadonlySet<string>): boolean {
   return HOP_BY_HOP.has(name) || name.startsWith('proxy-') || connectionOptions.has(name);

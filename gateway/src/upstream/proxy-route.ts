@@ -1,11 +1,22 @@
 import { Agent, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream';
+import { type Span, SpanStatusCode, type Tracer } from '@opentelemetry/api';
+import {
+  ATTR_ERROR_TYPE,
+  ATTR_HTTP_REQUEST_METHOD,
+  ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_SERVER_ADDRESS,
+  ATTR_SERVER_PORT,
+  ATTR_URL_FULL,
+} from '@opentelemetry/semantic-conventions';
+import { NON_RECORDING_TRACER, traceHeaders } from '@petstore/runtime';
 import type { Request, RequestHandler, Response } from 'express';
 import { createProxyMiddleware, type Plugin, proxyEventsPlugin } from 'http-proxy-middleware';
 import type { Logger } from 'pino';
 import { contextOf } from '../edge/request-context';
 import { ApiError } from '../http/api-error';
 import { sendApiError } from '../http/error-handler';
+import { startCallSpan } from '../observability/request-tracing';
 import { BodyLimit } from './body-limit';
 import { forwardHeaders } from './forwarded-headers';
 import { connectionOptions, isHopByHop } from './hop-by-hop';
@@ -27,6 +38,8 @@ export interface ProxyRoutesOptions {
    * too, and an upstream's own `Access-Control-*` response headers are dropped.
    */
   readonly cors?: boolean;
+  /** Starts the client span of each upstream call; default: none recorded. */
+  readonly tracer?: Tracer;
 }
 
 /** One configured prefix: where express mounts it, and its handlers. */
@@ -40,15 +53,16 @@ export interface MountedRoute {
  * declared body size), then http-proxy-middleware to the upstream, over a keep-alive agent per
  * upstream (host and port) with at most {@link MAX_UPSTREAM_SOCKETS} connections.
  */
-export function createProxyRoutes({ routes, logger, cors = false }: ProxyRoutesOptions): MountedRoute[] {
+export function createProxyRoutes({ routes, logger, cors = false, tracer = NON_RECORDING_TRACER }: ProxyRoutesOptions): MountedRoute[] {
   const agents = new Map<string, Agent>();
+  const calls = new UpstreamCalls(tracer);
   return routes.map((route) => {
     let agent = agents.get(route.upstream.host);
     if (agent === undefined) {
       agent = new Agent({ keepAlive: true, maxSockets: MAX_UPSTREAM_SOCKETS, maxFreeSockets: MAX_UPSTREAM_SOCKETS, timeout: IDLE_SOCKET_MS });
       agents.set(route.upstream.host, agent);
     }
-    return { prefix: route.prefix, handlers: [admission(route), proxy(route, agent, logger, cors)] };
+    return { prefix: route.prefix, handlers: [admission(route, calls), proxy(route, agent, logger, cors, calls)] };
   });
 }
 
@@ -57,7 +71,7 @@ export function createProxyRoutes({ routes, logger, cors = false }: ProxyRoutesO
  * list (403), a method it does not allow (405), a declared body over its limit (413), and a body
  * framing http-proxy would forward wrongly (400). Then shapes the headers the upstream receives.
  */
-function admission(route: ProxyRoute): RequestHandler {
+function admission(route: ProxyRoute, calls: UpstreamCalls): RequestHandler {
   const allow = route.methods.join(', ');
   const forbidden = new ApiError(403, 'forbidden', `this API key's plan may not use ${route.prefix}`);
   const notAllowed = new ApiError(405, 'method_not_allowed', `method not allowed; allowed: ${allow}`, { Allow: allow });
@@ -76,6 +90,7 @@ function admission(route: ProxyRoute): RequestHandler {
       throw ApiError.invalid('Transfer-Encoding', 'only chunked, and not on DELETE or OPTIONS');
     }
     forwardHeaders(request, caller, context.requestId);
+    calls.start(request, route, context.span);
     next();
   };
 }
@@ -103,7 +118,7 @@ function tooLargeError(route: ProxyRoute): ApiError | undefined {
  *   `stream` pass: the `buffer` option is one stream for every request, and no other hook sees the
  *   body before it is piped.
  */
-function proxy(route: ProxyRoute, agent: Agent, logger: Logger, cors: boolean): RequestHandler {
+function proxy(route: ProxyRoute, agent: Agent, logger: Logger, cors: boolean, calls: UpstreamCalls): RequestHandler {
   // proxyTimeout aborts the request, which then fails like a reset one: this tells them apart.
   const timedOut = new WeakSet<IncomingMessage>();
   const tooLarge = tooLargeError(route);
@@ -117,11 +132,13 @@ function proxy(route: ProxyRoute, agent: Agent, logger: Logger, cors: boolean): 
       return;
     }
     response.once('close', () => {
+      calls.end(request, 'canceled');
       if ((proxyReq as ClientRequest & { res?: IncomingMessage }).res?.complete !== true) proxyReq.destroy();
     });
   };
 
   const relay = (proxyRes: IncomingMessage, request: IncomingMessage, response: ServerResponse): void => {
+    calls.end(request, proxyRes.statusCode!);
     if (response.headersSent) {
       // The gateway has answered already (a body over the limit).
       proxyRes.destroy();
@@ -144,6 +161,7 @@ function proxy(route: ProxyRoute, agent: Agent, logger: Logger, cors: boolean): 
 
   const fail = (error: Error, request: IncomingMessage, response: unknown): void => {
     const answer = response as Response;
+    calls.end(request, timedOut.has(request) ? 'timeout' : 'failed');
     if (answer.writableEnded) return;
     logger.warn({ err: error, route: route.prefix, requestId: contextOf(request).requestId }, 'upstream request failed');
     sendApiError(request as Request, answer, upstreamFailureToHttp(timedOut.has(request) ? 'timeout' : 'failed'));
@@ -159,6 +177,51 @@ function proxy(route: ProxyRoute, agent: Agent, logger: Logger, cors: boolean): 
     plugins,
     on: { proxyReq: watch, proxyRes: relay, error: fail },
   }) as unknown as RequestHandler;
+}
+
+/**
+ * The calls in flight to upstreams: each carries the request's trace context (`traceparent`,
+ * replacing any the client sent) and, when the request is traced, has a client span (HTTP semantic
+ * conventions) that ends with the upstream's status or the call's failure.
+ */
+class UpstreamCalls {
+  private readonly spans = new WeakMap<IncomingMessage, Span>();
+
+  constructor(private readonly tracer: Tracer) {}
+
+  /** Sets the trace fields of the upstream request, whose headers `request`'s are (see forwardHeaders). */
+  start(request: Request, route: ProxyRoute, parent: Span): void {
+    const { upstream } = route;
+    const span = startCallSpan(this.tracer, parent, request.method, {
+      [ATTR_HTTP_REQUEST_METHOD]: request.method,
+      [ATTR_SERVER_ADDRESS]: upstream.hostname,
+      [ATTR_SERVER_PORT]: upstream.port === '' ? 80 : Number(upstream.port),
+      [ATTR_URL_FULL]: `${upstream.origin}${upstream.pathname.replace(/\/$/, '')}${request.url.split('?')[0]}`,
+    });
+    const { traceparent, tracestate } = traceHeaders(span ?? parent);
+    const { headers } = request;
+    delete headers.tracestate;
+    if (traceparent === undefined) delete headers.traceparent;
+    else headers.traceparent = traceparent;
+    if (tracestate !== undefined) headers.tracestate = tracestate;
+    if (span !== undefined) this.spans.set(request, span);
+  }
+
+  /** Ends the call's span, if it has one still open: with the upstream's status, or how it failed. */
+  end(request: IncomingMessage, outcome: number | 'timeout' | 'failed' | 'canceled'): void {
+    const span = this.spans.get(request);
+    if (span === undefined) return;
+    this.spans.delete(request);
+    if (typeof outcome === 'number') {
+      span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, outcome);
+      if (outcome >= 400) span.setAttribute(ATTR_ERROR_TYPE, String(outcome));
+      if (outcome >= 400) span.setStatus({ code: SpanStatusCode.ERROR });
+    } else {
+      span.setAttribute(ATTR_ERROR_TYPE, outcome);
+      span.setStatus({ code: SpanStatusCode.ERROR });
+    }
+    span.end();
+  }
 }
 
 interface PassHost {

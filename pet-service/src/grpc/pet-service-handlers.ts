@@ -3,7 +3,7 @@ import { Metadata, status as Status } from '@grpc/grpc-js';
 import { IDEMPOTENT_REPLAYED_METADATA, type Pet, type PetServiceServer } from '@petstore/proto';
 import type { PageTokenCodec } from '../pets/page-token';
 import type { PetRecord } from '../pets/pet-record';
-import type { PetRepository } from '../store/pet-repository';
+import type { InstrumentedRepository } from '../store/instrumented-repository';
 import type { WriteLimiter } from '../store/write-limiter';
 import { idempotencyClaimOf } from '../pets/idempotency';
 import { PetServiceError } from '../pets/pet-service-error';
@@ -12,7 +12,8 @@ import { validateCreate, validateGet, validateList } from '../pets/pet-validatio
 import { createUnaryCall, type UnaryCallDependencies } from './unary-call';
 
 export interface HandlerDependencies extends UnaryCallDependencies {
-  readonly repository: PetRepository;
+  /** The store, each operation a child of its call's span. */
+  readonly repository: InstrumentedRepository;
   /** Every create passes it; a full queue answers RESOURCE_EXHAUSTED. */
   readonly writes: WriteLimiter;
   readonly pageTokens: PageTokenCodec;
@@ -27,26 +28,26 @@ export function createPetServiceHandlers({
 }: HandlerDependencies): PetServiceServer {
   const unary = createUnaryCall(callDependencies);
   return {
-    listPets: unary('ListPets', async (request) => {
+    listPets: unary('ListPets', async (request, _call, span) => {
       const { pageSize, status } = validateList(request);
       const afterId = request.pageToken === '' ? undefined : pageTokens.decode(request.pageToken, status).afterId;
       // One extra record tells whether another page exists without a count query.
-      const records = await repository.list({ status, afterId, limit: pageSize + 1 });
+      const records = await repository.list({ status, afterId, limit: pageSize + 1 }, span);
       const page = records.slice(0, pageSize);
       const nextPageToken =
         records.length > pageSize ? pageTokens.encode({ afterId: page[page.length - 1]!.id, status }) : '';
       return { pets: page.map(toWire), nextPageToken };
     }),
-    createPet: unary('CreatePet', async (request, call) => {
+    createPet: unary('CreatePet', async (request, call, span) => {
       const pet = validateCreate(request);
       const claim = idempotencyClaimOf(call.metadata, pet);
-      const created = await writes.run(() => repository.create(pet, claim), call);
+      const created = await writes.run(() => repository.create(pet, claim, span), call);
       if (created.replayed) call.sendMetadata(replayedMetadata());
       return { pet: toWire(created.pet) };
     }),
-    getPet: unary('GetPet', async (request) => {
+    getPet: unary('GetPet', async (request, _call, span) => {
       const id = validateGet(request);
-      const record = await repository.get(id);
+      const record = await repository.get(id, span);
       if (record === undefined) throw new PetServiceError(Status.NOT_FOUND, `pet ${id} not found`);
       return { pet: toWire(record) };
     }),

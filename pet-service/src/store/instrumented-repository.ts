@@ -1,4 +1,15 @@
+import { status as Status } from '@grpc/grpc-js';
+import { type Attributes, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
+import {
+  ATTR_DB_COLLECTION_NAME,
+  ATTR_DB_NAMESPACE,
+  ATTR_DB_OPERATION_NAME,
+  ATTR_DB_SYSTEM_NAME,
+  ATTR_ERROR_TYPE,
+} from '@opentelemetry/semantic-conventions';
+import { NON_RECORDING_TRACER } from '@petstore/runtime';
 import type { PetServiceMetrics } from '../observability/metrics';
+import { PetServiceError } from '../pets/pet-service-error';
 import type { IdempotencyClaim } from '../pets/idempotency';
 import type { NewPetRecord, PetRecord } from '../pets/pet-record';
 import type { CreateResult, ListQuery, PetRepository } from './pet-repository';
@@ -9,29 +20,54 @@ const labelsOf = (operation: Operation) => ({ ok: { operation, outcome: 'ok' }, 
 /** Made once: every operation would otherwise allocate two label objects. */
 const LABELS = { create: labelsOf('create'), get: labelsOf('get'), list: labelsOf('list'), ping: labelsOf('ping') };
 
+/** The store behind a repository, as database spans name it. */
+export interface StoreDescription {
+  /** `db.system.name`: `mongodb`, or `memory` for the in-process store. */
+  readonly system: string;
+  /** `db.namespace`: the database; none for the in-process store. */
+  readonly namespace?: string;
+}
+
+/** Each operation's `db.operation.name` on the `pets` collection, which every one reads or writes. */
+const DB_OPERATIONS: Record<Operation, string> = { create: 'insert', get: 'find', list: 'find', ping: 'ping' };
+const PETS_COLLECTION = 'pets';
+
 /**
  * Wraps a store so every operation is counted and timed, by outcome, and knows which are still
- * running: shutdown closes the store only once none is.
+ * running: shutdown closes the store only once none is. An operation given the span of the call
+ * it serves has a client span of its own under it, when that span is recorded (database semantic
+ * conventions: operation, collection, namespace; never a document's contents).
  */
 export class InstrumentedRepository implements PetRepository {
   private running = 0;
   private idleWaiters: Array<() => void> = [];
+  private readonly spanAttributes: Record<Operation, Attributes>;
 
   constructor(
     private readonly inner: PetRepository,
     private readonly metrics: PetServiceMetrics,
-  ) {}
-
-  create(pet: NewPetRecord, idempotency?: IdempotencyClaim): Promise<CreateResult> {
-    return this.observe('create', () => this.inner.create(pet, idempotency));
+    private readonly tracer: Tracer = NON_RECORDING_TRACER,
+    store: StoreDescription = { system: 'memory' },
+  ) {
+    const attributesOf = (operation: Operation): Attributes => ({
+      [ATTR_DB_SYSTEM_NAME]: store.system,
+      ...(store.namespace === undefined ? {} : { [ATTR_DB_NAMESPACE]: store.namespace }),
+      [ATTR_DB_COLLECTION_NAME]: PETS_COLLECTION,
+      [ATTR_DB_OPERATION_NAME]: DB_OPERATIONS[operation],
+    });
+    this.spanAttributes = { create: attributesOf('create'), get: attributesOf('get'), list: attributesOf('list'), ping: attributesOf('ping') };
   }
 
-  get(id: bigint): Promise<PetRecord | undefined> {
-    return this.observe('get', () => this.inner.get(id));
+  create(pet: NewPetRecord, idempotency?: IdempotencyClaim, parent?: Span): Promise<CreateResult> {
+    return this.observe('create', () => this.inner.create(pet, idempotency), parent);
   }
 
-  list(query: ListQuery): Promise<PetRecord[]> {
-    return this.observe('list', () => this.inner.list(query));
+  get(id: bigint, parent?: Span): Promise<PetRecord | undefined> {
+    return this.observe('get', () => this.inner.get(id), parent);
+  }
+
+  list(query: ListQuery, parent?: Span): Promise<PetRecord[]> {
+    return this.observe('list', () => this.inner.list(query), parent);
   }
 
   ping(): Promise<void> {
@@ -53,15 +89,30 @@ export class InstrumentedRepository implements PetRepository {
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
-  private async observe<T>(operation: Operation, run: () => Promise<T>): Promise<T> {
+  private async observe<T>(operation: Operation, run: () => Promise<T>, parent?: Span): Promise<T> {
     const start = process.hrtime.bigint();
     let outcome: 'ok' | 'error' = 'error';
+    const span =
+      parent?.isRecording() === true
+        ? this.tracer.startSpan(
+            `${DB_OPERATIONS[operation]} ${PETS_COLLECTION}`,
+            { kind: SpanKind.CLIENT, attributes: this.spanAttributes[operation] },
+            trace.setSpan(ROOT_CONTEXT, parent),
+          )
+        : undefined;
     this.running += 1;
     try {
       const result = await run();
       outcome = 'ok';
       return result;
+    } catch (error) {
+      if (span !== undefined) {
+        span.setAttribute(ATTR_ERROR_TYPE, error instanceof PetServiceError ? Status[error.code] ?? 'UNKNOWN' : (error as Error)?.name ?? 'Error');
+        span.setStatus({ code: SpanStatusCode.ERROR });
+      }
+      throw error;
     } finally {
+      span?.end();
       this.running -= 1;
       if (this.running === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
       const labels = LABELS[operation][outcome];

@@ -13,7 +13,7 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
 
 /**
  * Why the API-key policy is the gateway's own code and not rate-limiter-flexible's (see
- * docs/rate-limiter.md): each test pins down, against a real Redis, one behaviour of the library
+ * docs/rate-limiter-design.md): each test pins down, against a real Redis, one behaviour of the library
  * that the product cannot accept. If one of them starts failing after an upgrade, the library may
  * now do the job, and the own code it justifies should be reconsidered.
  */

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import pino from 'pino';
+import { NON_RECORDING_TRACER } from '@petstore/runtime';
 import { attachContext } from '../../../src/edge/request-context';
 import { assignRequestId, createRequestObserver } from '../../../src/observability/request-logging';
 
@@ -25,7 +26,13 @@ describe('request logging', () => {
     });
     const observe = createRequestObserver(pino(sink));
     server = createServer((request, response) => {
-      const context = { requestId: assignRequestId(request, response), startedAt: process.hrtime.bigint(), key: undefined, route: undefined };
+      const context = {
+        requestId: assignRequestId(request, response),
+        startedAt: process.hrtime.bigint(),
+        span: NON_RECORDING_TRACER.startSpan('request'),
+        key: undefined,
+        route: undefined,
+      };
       attachContext(request, context);
       observe(response);
       if (request.url === '/ok') {

@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
+import { NON_RECORDING_TRACER } from '@petstore/runtime';
 import type { RequestContext } from '../../../src/edge/request-context';
 import type { PetClient } from '../../../src/pet-service-client/pet-client';
 import { createPetsRoutes } from '../../../src/pets/pets-routes';
@@ -16,7 +17,7 @@ describe('pets routes', () => {
     unserved = [];
     const routes = createPetsRoutes({ petClient: {} as PetClient, now: () => 0, onInternalError: () => undefined });
     server = createServer((request, response) => {
-      context = { requestId: 'r', startedAt: 0n, key: undefined, route: undefined };
+      context = { requestId: 'r', startedAt: 0n, span: NON_RECORDING_TRACER.startSpan('request'), key: undefined, route: undefined };
       const path = new URL(request.url!, 'http://x').pathname;
       if (!routes.serve(request, response, context, path)) {
         unserved.push(path);

@@ -1,0 +1,46 @@
+import type { Metadata, ServiceError } from '@grpc/grpc-js';
+import { status as Status } from '@grpc/grpc-js';
+import { type Span, SpanStatusCode, type Tracer } from '@opentelemetry/api';
+import { ATTR_RPC_METHOD, ATTR_RPC_STATUS_CODE, ATTR_RPC_SYSTEM_NAME } from '@opentelemetry/semantic-conventions';
+import { callMetadata, type CallMetadataValues, PET_SERVICE_NAME, type PetServiceMethod } from '@petstore/proto';
+import { traceHeaders } from '@petstore/runtime';
+import { startCallSpan } from '../observability/request-tracing';
+
+/** The fully qualified gRPC method names, as spans name them; made once. */
+const RPC_METHODS: Record<PetServiceMethod, string> = {
+  ListPets: `${PET_SERVICE_NAME}/ListPets`,
+  CreatePet: `${PET_SERVICE_NAME}/CreatePet`,
+  GetPet: `${PET_SERVICE_NAME}/GetPet`,
+};
+
+/**
+ * A pet service call made for a request: its metadata carries `values` and the request's trace
+ * context; when the request is traced, the call has a client span (RPC semantic conventions) that
+ * is the parent the pet service sees, and that ends with the call's gRPC status.
+ */
+export function tracedCall<T>(
+  tracer: Tracer,
+  parent: Span,
+  method: PetServiceMethod,
+  values: CallMetadataValues,
+  send: (metadata: Metadata) => Promise<T>,
+): Promise<T> {
+  const name = RPC_METHODS[method];
+  const span = startCallSpan(tracer, parent, name, { [ATTR_RPC_SYSTEM_NAME]: 'grpc', [ATTR_RPC_METHOD]: name });
+  const metadata = callMetadata({ ...values, ...traceHeaders(span ?? parent) });
+  if (span === undefined) return send(metadata);
+  return send(metadata).then(
+    (result) => {
+      span.setAttribute(ATTR_RPC_STATUS_CODE, 'OK');
+      span.end();
+      return result;
+    },
+    (error: unknown) => {
+      const code = (error as Partial<ServiceError>).code;
+      span.setAttribute(ATTR_RPC_STATUS_CODE, (code === undefined ? undefined : Status[code]) ?? 'UNKNOWN');
+      span.setStatus({ code: SpanStatusCode.ERROR });
+      span.end();
+      throw error;
+    },
+  );
+}
