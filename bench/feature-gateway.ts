@@ -8,7 +8,7 @@
  */
 import { createLogger } from '@petstore/runtime';
 import { createApp } from '../gateway/src/app';
-import { ApiKeyStore } from '../gateway/src/edge/api-keys';
+import { ApiKeyStore } from '../gateway/src/keys/api-keys';
 import { DEFAULT_CONNECTION_LIMITS, listen } from '../gateway/src/http/http-server';
 import { createMetrics } from '../gateway/src/observability/metrics';
 import { createPetClient } from '../gateway/src/pet-service-client/pet-client';

@@ -32,7 +32,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { createPetServiceClient } from '@petstore/proto';
-import { sha256Hex } from '../gateway/src/edge/api-keys';
+import { sha256Hex } from '../gateway/src/keys/api-keys';
 import { petsToJson } from '../gateway/src/http/pet-json';
 import { bundleFloorApps, FLOOR_OUT_DIR } from './floor/bundle';
 import { READ_PATH, LIST_20 } from './floor/variant-server';

@@ -12,7 +12,7 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { sha256Hex } from '../gateway/src/edge/api-keys';
+import { sha256Hex } from '../gateway/src/keys/api-keys';
 import { createPetClient } from '../gateway/src/pet-service-client/pet-client';
 import { buildBaseline } from './baseline-build';
 import { cpuSeconds, listPetsFor, median, PET_SERVICE_NODE_FLAGS, profileFlags, seed } from './list-pets-load';

@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import type { Browser, Page } from 'playwright-core';
 import { ERROR_CODES } from '../gateway/src/http/api-error';
-import { GUIDE_SUMMARY, RATE_LIMIT_HEADERS } from '../gateway/src/http/openapi';
+import { GUIDE_SUMMARY } from '../gateway/src/http/openapi/introduction';
+import { RATE_LIMIT_HEADERS } from '../gateway/src/http/openapi/responses';
 import { launchChromiumOrSkip } from './support/browser';
 import { startTestStack, TEST_KEYS, type TestStack } from './support/test-stack';
 

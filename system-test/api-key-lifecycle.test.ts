@@ -2,7 +2,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync,
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { ApiKeyStore } from '../gateway/src/edge/api-keys';
+import { ApiKeyStore } from '../gateway/src/keys/api-keys';
 import { type KeysCliRun, runKeysCli } from './support/keys-cli';
 import { type RedisServer, startRedisOrSkip } from './support/redis-server';
 import { replicaSecret, type ReplicaSet, startReplicaSet } from './support/replica-set';

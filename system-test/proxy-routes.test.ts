@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { type ClientRequest, type IncomingHttpHeaders, request as httpRequest } from 'node:http';
 import { expect } from 'chai';
-import { openApiDocumentFor } from '../gateway/src/http/openapi';
+import { openApiDocumentFor } from '../gateway/src/http/openapi/proxied-routes';
 import { createMetrics, type GatewayMetrics } from '../gateway/src/observability/metrics';
 import { parseRoutes, type ProxyRoute } from '../gateway/src/upstream/routes-file';
 import { capturedLogs } from './support/captured-logs';

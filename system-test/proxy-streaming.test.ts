@@ -3,7 +3,7 @@ import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { sha256Hex } from '../gateway/src/edge/api-keys';
+import { sha256Hex } from '../gateway/src/keys/api-keys';
 import { startHttpUpstream, type HttpUpstream } from './support/http-upstream';
 import { freePort } from './support/redis-server';
 import { type ServiceProcess, startService } from './support/service-process';

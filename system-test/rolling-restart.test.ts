@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { stringify } from 'yaml';
-import { sha256Hex } from '../gateway/src/edge/api-keys';
+import { sha256Hex } from '../gateway/src/keys/api-keys';
 import { freePort, type RedisServer, startRedisOrSkip } from './support/redis-server';
 import { type ServiceProcess, startService } from './support/service-process';
 import { waitFor } from './support/wait-for';

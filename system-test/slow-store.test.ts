@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { sha256Hex } from '../gateway/src/edge/api-keys';
+import { sha256Hex } from '../gateway/src/keys/api-keys';
 import { type MongoServer, startMongoOrSkip } from './support/mongo-server';
 import { type ServiceProcess, startService } from './support/service-process';
 

@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'lossless-json';
 import openapiTS, { astToString } from 'openapi-typescript';
-import { openApiDocumentFor } from '../../gateway/src/http/openapi';
+import { openApiDocumentFor } from '../../gateway/src/http/openapi/proxied-routes';
 
 /**
  * Renders the document the gateway serves at `GET /v1/openapi.json` (without configured proxy

@@ -4,12 +4,13 @@ import { NON_RECORDING_TRACER } from '@petstore/runtime';
 import express from 'express';
 import { stringify } from 'lossless-json';
 import pino, { type Logger } from 'pino';
-import type { ApiKeyDirectory } from './edge/api-keys';
-import { type CorsOrigins, createCorsPolicy } from './edge/cors-policy';
+import type { ApiKeyDirectory } from './keys/api-keys';
+import type { CorsOrigins, TrustProxy } from './config';
+import { createCorsPolicy } from './edge/cors-policy';
 import { createErrorHandler, type InternalErrorListener, methodNotAllowed, notFound } from './http/error-handler';
 import { MemoryRateLimiter } from './rate-limit/memory-rate-limiter';
 import type { GatewayMetrics } from './observability/metrics';
-import { openApiDocumentFor } from './http/openapi';
+import { openApiDocumentFor } from './http/openapi/proxied-routes';
 import { createApiDocsRouter } from './http/api-docs-router';
 import type { PetClient } from './pet-service-client/pet-client';
 import { createPetsRoutes } from './pets/pets-routes';
@@ -18,9 +19,6 @@ import { DEFAULT_RATE_LIMIT_SETTINGS, type RateLimitSettings } from './rate-limi
 import type { RateLimiter } from './rate-limit/rate-limiter';
 import { createProxyRoutes } from './upstream/proxy-route';
 import type { ProxyRoute } from './upstream/routes-file';
-
-/** Express's `trust proxy` setting: whether, or from which hops, X-Forwarded-For is believed. */
-export type TrustProxy = boolean | number | readonly string[];
 
 /** Everything the HTTP app depends on; `main.ts` builds these from the validated config. */
 export interface AppOptions {

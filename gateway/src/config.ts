@@ -13,11 +13,15 @@ import {
   tracingSettings,
 } from '@petstore/runtime';
 import { bool, cleanEnv, EnvError, makeValidator, num, str } from 'envalid';
-import type { CorsOrigins } from './edge/cors-policy';
-import { KEY_ID } from './edge/api-keys';
 
 /** Express's `trust proxy` setting: whether, or from which hops, X-Forwarded-For is believed. */
 export type TrustProxy = boolean | number | readonly string[];
+
+/** CORS_ORIGINS as parsed here: exact origins, or `*` for any (development only). */
+export type CorsOrigins = '*' | readonly string[];
+
+/** The ids a keys file may hold; METRICS_KEY_IDS names keys by them. */
+export const KEY_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
 /** The gateway's settings, read once at startup by `main.ts`. */
 export interface GatewayConfig {

@@ -4,7 +4,7 @@ import { ConfigError, createLogger, createTracing, flushThenExit, installCrashHa
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { type AdminAppOptions, createAdminApp } from './admin/admin-app';
-import { type ApiKey, ApiKeyStore } from './edge/api-keys';
+import { type ApiKey, ApiKeyStore } from './keys/api-keys';
 import { createApp } from './app';
 import { answerMetricsRequests, collectWorkerMetrics } from './cluster/cluster-metrics';
 import { createKeysFileReloader } from './keys/keys-file-reloader';

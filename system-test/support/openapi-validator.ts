@@ -2,7 +2,10 @@ import Ajv, { type ValidateFunction } from 'ajv';
 import { expect } from 'chai';
 import { compileComponentSchema } from '../../gateway/src/http/json-schema';
 import { parseJsonLosslessly } from '../../gateway/src/http/lossless-json';
-import { openApiDocument, PROXIED_PREFIX, RATE_LIMIT_HEADERS, type schemas } from '../../gateway/src/http/openapi';
+import { openApiDocument } from '../../gateway/src/http/openapi/document';
+import { PROXIED_PREFIX } from '../../gateway/src/http/openapi/proxied-routes';
+import { RATE_LIMIT_HEADERS } from '../../gateway/src/http/openapi/responses';
+import type { schemas } from '../../gateway/src/http/openapi/schemas';
 
 type PathTemplate = keyof typeof openApiDocument.paths;
 /** The served document: {@link openApiDocument}, with any proxied routes (`openApiDocumentFor`). */

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { sha256Hex } from '../../gateway/src/edge/api-keys';
+import { sha256Hex } from '../../gateway/src/keys/api-keys';
 import type { Limits, PlanName } from '../../gateway/src/rate-limit/plans';
 import { fetchWithinContract } from './openapi-validator';
 import { type ServiceProcess, startService } from './service-process';

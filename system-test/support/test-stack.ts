@@ -3,14 +3,13 @@ import type { Logger } from 'pino';
 import { createServer as createPetServer, type RunningServer } from '../../pet-service/src/server';
 import { MemoryPetRepository } from '../../pet-service/src/store/memory-pet-repository';
 import type { PetRepository } from '../../pet-service/src/store/pet-repository';
-import { type ApiKeyDirectory, ApiKeyStore, sha256Hex } from '../../gateway/src/edge/api-keys';
+import { type ApiKeyDirectory, ApiKeyStore, sha256Hex } from '../../gateway/src/keys/api-keys';
 import { createApp } from '../../gateway/src/app';
 import { listen } from '../../gateway/src/http/http-server';
 import type { GatewayMetrics } from '../../gateway/src/observability/metrics';
 import { createPetClient, type PetClient } from '../../gateway/src/pet-service-client/pet-client';
 import type { ProxyRoute } from '../../gateway/src/upstream/routes-file';
-import type { TrustProxy } from '../../gateway/src/config';
-import type { CorsOrigins } from '../../gateway/src/edge/cors-policy';
+import type { CorsOrigins, TrustProxy } from '../../gateway/src/config';
 
 /** Secrets of the keys every test stack knows, by plan; `enterprise` has limits no test reaches. */
 export const TEST_KEYS = { free: 'test-free-secret', pro: 'test-pro-secret', enterprise: 'test-enterprise-secret' } as const;

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { ApiError } from '../http/api-error';
 import { fieldCount } from '../http/raw-headers';
-import type { ApiKey, ApiKeyDirectory, KeyRefusal } from './api-keys';
+import type { ApiKey, ApiKeyDirectory, KeyRefusal } from '../keys/api-keys';
 
 // RFC 7235: the scheme is case-insensitive; RFC 6750 token68 characters only.
 const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;

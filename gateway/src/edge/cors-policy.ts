@@ -1,7 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-
-/** CORS_ORIGINS as parsed by `config.ts`: exact origins, or `*` for any (development only). */
-export type CorsOrigins = '*' | readonly string[];
+import type { CorsOrigins } from '../config';
 
 /** Request headers a page may send, beyond the CORS-safelisted ones: every header the API reads. */
 export const CORS_ALLOWED_HEADERS: readonly string[] = ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Request-Id'];

@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import proxyAddr from 'proxy-addr';
 import { ApiError } from '../http/api-error';
 import { sendApiError } from '../http/error-handler';
-import type { ApiKey, ApiKeyDirectory } from './api-keys';
+import type { ApiKey, ApiKeyDirectory } from '../keys/api-keys';
 import { AMBIGUOUS_CREDENTIALS, authenticate } from './authenticate';
 import type { CorsPolicy } from './cors-policy';
 import { attachContext, type RequestContext } from './request-context';

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Span } from '@opentelemetry/api';
-import type { ApiKey } from './api-keys';
+import type { ApiKey } from '../keys/api-keys';
 
 /**
  * What the front door knows of a request, made once when it takes the request and read by

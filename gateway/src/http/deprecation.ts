@@ -1,10 +1,11 @@
 import type { ServerResponse } from 'node:http';
 import { ApiError } from './api-error';
-import { SUNSET_HTTP_DATE } from './openapi';
 
 /** When `GET /v1/pets/{petId}` was deprecated: the release of this gateway. */
 export const DEPRECATED_AT = Date.UTC(2026, 10, 21);
-/** When it stops answering (RFC 8594 Sunset). */
+/** When it stops answering, as the Sunset field (RFC 8594) and the API reference give it. */
+export const SUNSET_HTTP_DATE = 'Thu, 05 Dec 2030 00:00:00 GMT';
+/** {@link SUNSET_HTTP_DATE} in ms since the epoch. */
 export const SUNSET_AT = Date.parse(SUNSET_HTTP_DATE);
 
 const HEADERS = {

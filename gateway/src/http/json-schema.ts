@@ -1,6 +1,6 @@
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import { INT64_MAX, NAME_LENGTH_PROBLEM, NAME_PATTERN, NAME_PATTERN_PROBLEM, PAGE_TOKEN_PATTERN, PAGE_TOKEN_PROBLEM } from '@petstore/proto';
-import { schemas } from './openapi';
+import { schemas } from './openapi/schemas';
 
 /**
  * Compiles the OpenAPI component schemas with ajv. JSON bodies are parsed losslessly (see

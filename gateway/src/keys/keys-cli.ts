@@ -1,9 +1,10 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { type Document, isMap, isSeq, type YAMLMap, type YAMLSeq } from 'yaml';
-import { type ApiKey, ApiKeyStore, KEY_ID, type KeyRecord, parseIsoTime, sha256Hex } from '../edge/api-keys';
-import type { UsageReport, WindowUsageReport } from '../rate-limit/key-usage';
+import { KEY_ID } from '../config';
+import { type ApiKey, ApiKeyStore, type KeyRecord, parseIsoTime, sha256Hex } from './api-keys';
+import type { UsageReport, WindowUsageReport } from './key-usage';
 import { PLAN_NAMES, type PlanName } from '../rate-limit/plans';
-import { generateSecret, KEY_ENVIRONMENTS, type KeyEnvironment, lastFour } from '../edge/api-key-secret';
+import { generateSecret, KEY_ENVIRONMENTS, type KeyEnvironment, lastFour } from './api-key-secret';
 import { editKeysFile, RejectedEditError } from './keys-file-editor';
 
 /** What the keys CLI works with; `keys-main.ts` wires it to the process. */

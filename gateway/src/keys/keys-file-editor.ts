@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import { lock } from 'proper-lockfile';
 import writeFileAtomic from 'write-file-atomic';
 import { Document, parseDocument } from 'yaml';
-import { ApiKeyStore } from '../edge/api-keys';
+import { ApiKeyStore } from './api-keys';
 
 /** An edit that would leave a keys file the gateway rejects; nothing was written. */
 export class RejectedEditError extends Error {}

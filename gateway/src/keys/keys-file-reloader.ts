@@ -1,7 +1,7 @@
 import { type FSWatcher, readFileSync, watch } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
-import { type ApiKey, type ApiKeyDirectory, ApiKeyStore, type KeyRefusal, sha256Hex } from '../edge/api-keys';
+import { type ApiKey, type ApiKeyDirectory, ApiKeyStore, type KeyRefusal, sha256Hex } from './api-keys';
 import type { GatewayMetrics } from '../observability/metrics';
 
 /** The keys in force, following the keys file as it changes. */

@@ -7,8 +7,8 @@
  * (`DELETE /admin/bans/<keyId>`, `GET /admin/usage`).
  */
 import { type GatewayConfig, parseConfig } from '../config';
-import type { ApiKey } from '../edge/api-keys';
-import { readUsageReport, type UsageReport } from '../rate-limit/key-usage';
+import type { ApiKey } from './api-keys';
+import { readUsageReport, type UsageReport } from './key-usage';
 import { keySubject } from '../rate-limit/rate-limit-policy';
 import { checkAtStartup, connectRedis } from '../rate-limit/redis-connection';
 import { RedisRateLimiter } from '../rate-limit/redis-rate-limiter';

@@ -1,6 +1,6 @@
 import type { Request } from 'express';
 import proxyAddr from 'proxy-addr';
-import type { ApiKey } from '../edge/api-keys';
+import type { ApiKey } from '../keys/api-keys';
 import { connectionOptions, isHopByHop } from './hop-by-hop';
 
 // The client's credential stays at the edge. Expect was answered here (Node sends the 100), and

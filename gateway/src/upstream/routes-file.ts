@@ -1,5 +1,5 @@
 import { readYamlFile } from '../config-file';
-import { openApiDocument } from '../http/openapi';
+import { openApiDocument } from '../http/openapi/document';
 import { PLAN_NAMES, type PlanName } from '../rate-limit/plans';
 
 /** One configured prefix under /v1, proxied to an HTTP upstream (docs/routes.md). */

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import pino from 'pino';
-import { ApiKeyStore } from '../../src/edge/api-keys';
+import { ApiKeyStore } from '../../src/keys/api-keys';
 import { runKeysCli } from '../../src/keys/keys-cli';
 import { createKeysFileReloader, type KeysFileReloader } from '../../src/keys/keys-file-reloader';
 import { startTestStack, type TestStack } from '../../../system-test/support/test-stack';

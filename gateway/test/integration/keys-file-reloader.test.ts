@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import pino from 'pino';
-import { type ApiKey, ApiKeyStore, sha256Hex } from '../../src/edge/api-keys';
+import { type ApiKey, ApiKeyStore, sha256Hex } from '../../src/keys/api-keys';
 import { createKeysFileReloader, type KeysFileReloader } from '../../src/keys/keys-file-reloader';
 import { createMetrics, type GatewayMetrics } from '../../src/observability/metrics';
 import { waitFor } from '../../../system-test/support/wait-for';

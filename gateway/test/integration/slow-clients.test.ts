@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { expect } from 'chai';
 import { createApp } from '../../src/app';
-import { ApiKeyStore, sha256Hex } from '../../src/edge/api-keys';
+import { ApiKeyStore, sha256Hex } from '../../src/keys/api-keys';
 import { type ConnectionLimits, listen, type ListeningServer } from '../../src/http/http-server';
 import { createPetClient, type PetClient } from '../../src/pet-service-client/pet-client';
 import { freePort } from '../../../system-test/support/redis-server';

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { expect } from 'chai';
-import type { ApiKey, ApiKeyDirectory, KeyRefusal } from '../../../src/edge/api-keys';
+import type { ApiKey, ApiKeyDirectory, KeyRefusal } from '../../../src/keys/api-keys';
 import { AMBIGUOUS_CREDENTIALS, authenticate } from '../../../src/edge/authenticate';
 import { ApiError } from '../../../src/http/api-error';
 

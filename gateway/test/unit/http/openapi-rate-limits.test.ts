@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { openApiDocument } from '../../../src/http/openapi';
+import { openApiDocument } from '../../../src/http/openapi/document';
 
 describe('openapi: rate-limit headers', () => {
   const responses = Object.entries(openApiDocument.paths).flatMap(([path, operations]) =>

@@ -3,7 +3,9 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { ERROR_CODE_TABLE, ERROR_CODES, errorCodeMarkdown } from '../../../src/http/api-error';
 import { compileComponentSchema } from '../../../src/http/json-schema';
-import { openApiDocument, RATE_LIMIT_HEADERS, schemas } from '../../../src/http/openapi';
+import { openApiDocument } from '../../../src/http/openapi/document';
+import { RATE_LIMIT_HEADERS } from '../../../src/http/openapi/responses';
+import { schemas } from '../../../src/http/openapi/schemas';
 
 type Responses = Record<string, { description: string; headers?: Record<string, { required?: boolean }> }>;
 const operations = Object.values(openApiDocument.paths).flatMap((path) =>

@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { parse as parseYaml } from 'yaml';
-import { type ApiKey, ApiKeyStore, sha256Hex } from '../../../src/edge/api-keys';
+import { type ApiKey, ApiKeyStore, sha256Hex } from '../../../src/keys/api-keys';
 import { runKeysCli } from '../../../src/keys/keys-cli';
-import { readUsageReport } from '../../../src/rate-limit/key-usage';
+import { readUsageReport } from '../../../src/keys/key-usage';
 import { MemoryRateLimiter } from '../../../src/rate-limit/memory-rate-limiter';
 import { keyPolicy, keySubject } from '../../../src/rate-limit/rate-limit-policy';
 

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import type { YAMLSeq } from 'yaml';
-import { sha256Hex } from '../../../src/edge/api-keys';
+import { sha256Hex } from '../../../src/keys/api-keys';
 import { editKeysFile, RejectedEditError } from '../../../src/keys/keys-file-editor';
 
 describe('editKeysFile', () => {

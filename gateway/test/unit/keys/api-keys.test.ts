@@ -2,8 +2,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { type ApiKey, ApiKeyStore, type KeyRefusal, sha256Hex } from '../../../src/edge/api-keys';
-import { generateSecret } from '../../../src/edge/api-key-secret';
+import { type ApiKey, ApiKeyStore, type KeyRefusal, sha256Hex } from '../../../src/keys/api-keys';
+import { generateSecret } from '../../../src/keys/api-key-secret';
 
 const digest = (secret: string) => sha256Hex(secret);
 const NOW = Date.parse('2030-06-01T12:00:00Z');

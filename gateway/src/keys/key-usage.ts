@@ -1,6 +1,6 @@
-import type { ApiKey } from '../edge/api-keys';
-import { keyPolicy, keySubject } from './rate-limit-policy';
-import type { BanPolicy, RateLimiter, RateLimitUsage, UsageScope, WindowUsage } from './rate-limiter';
+import { keyPolicy, keySubject } from '../rate-limit/rate-limit-policy';
+import type { BanPolicy, RateLimiter, RateLimitUsage, UsageScope, WindowUsage } from '../rate-limit/rate-limiter';
+import type { ApiKey } from './api-keys';
 
 /** One window of a key's usage, as the usage command and `GET /admin/usage` report it. */
 export interface WindowUsageReport {

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { checksumMatches, hasIssuedPrefix, KEY_ENVIRONMENTS } from './api-key-secret';
+import { KEY_ID } from '../config';
 import { parseYamlText } from '../config-file';
+import { checksumMatches, hasIssuedPrefix, KEY_ENVIRONMENTS } from './api-key-secret';
 import { type Limits, PLAN_LIMITS, PLAN_NAMES, type PlanName } from '../rate-limit/plans';
 
 /** A known API key, as the rest of the gateway sees it: never the secret itself. */
@@ -52,8 +53,6 @@ interface SecretEntry {
 }
 
 const DIGEST = /^[0-9a-f]{64}$/;
-/** The ids a keys file may hold. */
-export const KEY_ID = /^[A-Za-z0-9._-]{1,64}$/;
 /** A date, or a date and time with a zone: what `Date.parse` reads the same everywhere. */
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,3})?)?(?:Z|[+-]\d{2}:\d{2}))?$/;
 const LAST4 = /^[A-Za-z0-9._~+/=-]{4}$/;

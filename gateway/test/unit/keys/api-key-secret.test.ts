@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { checksumMatches, generateSecret, hasIssuedPrefix, lastFour } from '../../../src/edge/api-key-secret';
+import { checksumMatches, generateSecret, hasIssuedPrefix, lastFour } from '../../../src/keys/api-key-secret';
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 

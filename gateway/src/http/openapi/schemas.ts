@@ -1,0 +1,113 @@
+/**
+ * The JSON Schemas of the public contract. The gateway's request validators are compiled from
+ * them (`http/json-schema.ts`) and the OpenAPI document publishes them as its components, so what
+ * is documented and what is enforced cannot drift.
+ */
+import {
+  DEFAULT_PAGE_SIZE,
+  IDEMPOTENCY_KEY_PATTERN,
+  INT64_MAX,
+  MAX_PAGE_SIZE,
+  NAME_MAX_CHARACTERS,
+  NAME_MIN_CHARACTERS,
+  NAME_PATTERN,
+  PAGE_TOKEN_PATTERN,
+} from '@petstore/proto';
+import { ERROR_CODE_TABLE, ERROR_CODES, type ErrorCode } from '../api-error';
+import { SUNSET_HTTP_DATE } from '../deprecation';
+
+/** A pet's statuses as the API spells them. */
+export const PET_STATUSES = ['available', 'pending', 'sold'] as const;
+
+/** A positive int64 schema with `description`. */
+export const int64 = (description: string) => ({ type: 'integer', format: 'int64', minimum: 1, maximum: INT64_MAX, description });
+
+const EXAMPLE_PETS = [
+  { id: 1, name: 'Rex', categoryId: 3, status: 'available' },
+  { id: 2, name: 'Tom', categoryId: 12, status: 'sold' },
+];
+
+/** A representative message for each code, shown in the document's examples. */
+export const EXAMPLE_MESSAGES: Readonly<Record<ErrorCode, string>> = {
+  invalid_request: 'categoryId: must be a positive int64',
+  unauthorized: 'missing bearer API key',
+  forbidden: 'permission denied',
+  not_found: 'pet 42 not found',
+  method_not_allowed: 'method not allowed; allowed: GET, HEAD, POST',
+  conflict: 'Idempotency-Key: already used with a different request',
+  gone: `this operation was removed at ${SUNSET_HTTP_DATE}; use GET /v1/pets?status=`,
+  payload_too_large: 'body: larger than 64 KiB',
+  unsupported_media_type: 'body: Content-Type must be application/json',
+  rate_limited: 'rate limit exceeded: 60 requests per minute',
+  api_key_banned: 'API key temporarily banned for repeated requests while rate limited',
+  internal: 'internal error',
+  service_unavailable: 'pet service unavailable',
+  bad_gateway: 'the upstream service failed to answer',
+  gateway_timeout: 'pet service did not answer in time',
+};
+/** An example Error body for `code`. */
+export const exampleError = (code: ErrorCode) => ({ code, message: EXAMPLE_MESSAGES[code], status: ERROR_CODE_TABLE[code].statuses[0] });
+
+export const schemas = {
+  PetStatus: { type: 'string', enum: [...PET_STATUSES], description: 'Availability of a pet.' },
+  NewPet: {
+    type: 'object',
+    required: ['name', 'categoryId'],
+    additionalProperties: false,
+    properties: {
+      name: {
+        type: 'string',
+        minLength: NAME_MIN_CHARACTERS,
+        maxLength: NAME_MAX_CHARACTERS,
+        pattern: NAME_PATTERN.source,
+        description: `${NAME_MIN_CHARACTERS} to ${NAME_MAX_CHARACTERS} characters (code points), none of them a control character (U+0000 to U+001F, U+007F to U+009F).`,
+      },
+      categoryId: int64(
+        'Positive int64, emitted as a plain JSON integer without rounding. Accepted as any JSON number whose value is an integer in range, exactly: `100`, `100.0` and `1E2` are all 100.',
+      ),
+      status: { $ref: '#/components/schemas/PetStatus', default: 'available' },
+    },
+    examples: [{ name: 'Rex', categoryId: 3 }],
+  },
+  Pet: {
+    type: 'object',
+    required: ['id', 'name', 'categoryId', 'status'],
+    additionalProperties: false,
+    properties: {
+      id: int64('Assigned by the service: unique and increasing.'),
+      name: { type: 'string', minLength: NAME_MIN_CHARACTERS, maxLength: NAME_MAX_CHARACTERS },
+      categoryId: int64('Positive int64.'),
+      status: { $ref: '#/components/schemas/PetStatus' },
+    },
+    examples: [EXAMPLE_PETS[0]],
+  },
+  Pets: { type: 'array', items: { $ref: '#/components/schemas/Pet' }, examples: [EXAMPLE_PETS] },
+  Error: {
+    type: 'object',
+    description: 'The body of every error response, whatever its status. The codes are listed under Errors at the top.',
+    required: ['code', 'message', 'status'],
+    additionalProperties: false,
+    properties: {
+      code: { type: 'string', enum: [...ERROR_CODES], description: 'Machine-readable; a closed set.' },
+      message: { type: 'string', description: 'Human-readable; names the offending field for 400s.' },
+      status: { type: 'integer', minimum: 400, maximum: 599, description: 'The HTTP status code.' },
+    },
+    examples: [exampleError('invalid_request')],
+  },
+  IdempotencyKey: {
+    type: 'string',
+    minLength: 1,
+    maxLength: 255,
+    pattern: IDEMPOTENCY_KEY_PATTERN.source,
+    description: '1 to 255 visible ASCII characters, chosen by the client (a UUID is typical).',
+  },
+  ListQuery: {
+    type: 'object',
+    additionalProperties: true,
+    properties: {
+      limit: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE },
+      status: { $ref: '#/components/schemas/PetStatus' },
+      cursor: { type: 'string', pattern: PAGE_TOKEN_PATTERN.source },
+    },
+  },
+} as const;
