@@ -1,7 +1,6 @@
 import { parseKeyPairsIntoRecord } from '@opentelemetry/core';
 import { bool, EnvError, makeValidator, str } from 'envalid';
 import { ConfigError, nonNegativeInteger, positiveInteger } from './env';
-import { DEFAULT_SPAN_BATCHING, type SpanBatching } from './tracing';
 
 /** The samplers OpenTelemetry's `OTEL_TRACES_SAMPLER` names that this SDK setup builds. */
 export const SAMPLERS = [
@@ -14,6 +13,22 @@ export const SAMPLERS = [
 ] as const;
 
 export type SamplerName = (typeof SAMPLERS)[number];
+
+/** Span batching: what is queued beyond the limit is dropped, so a collector that is down costs bounded memory. */
+export interface SpanBatching {
+  readonly maxQueueSize: number;
+  readonly maxExportBatchSize: number;
+  readonly scheduledDelayMillis: number;
+  readonly exportTimeoutMillis: number;
+}
+
+/** OpenTelemetry's defaults for the batch span processor, which the OTEL_BSP_* variables override. */
+export const DEFAULT_SPAN_BATCHING: SpanBatching = {
+  maxQueueSize: 2048,
+  maxExportBatchSize: 512,
+  scheduledDelayMillis: 5000,
+  exportTimeoutMillis: 30000,
+};
 
 /** What {@link tracingSettings} makes of the `OTEL_*` variables. */
 export interface TracingSettings {

@@ -41,22 +41,6 @@ export interface Tracing {
   shutdown(): Promise<void>;
 }
 
-/** Span batching: what is queued beyond the limit is dropped, so a collector that is down costs bounded memory. */
-export interface SpanBatching {
-  readonly maxQueueSize: number;
-  readonly maxExportBatchSize: number;
-  readonly scheduledDelayMillis: number;
-  readonly exportTimeoutMillis: number;
-}
-
-/** OpenTelemetry's defaults for the batch span processor, which the OTEL_BSP_* variables override. */
-export const DEFAULT_SPAN_BATCHING: SpanBatching = {
-  maxQueueSize: 2048,
-  maxExportBatchSize: 512,
-  scheduledDelayMillis: 5000,
-  exportTimeoutMillis: 30000,
-};
-
 export interface TracingOptions {
   /**
    * Told of failed exports, at most once per {@link EXPORT_FAILURE_REPORT_MS}, with how many failed

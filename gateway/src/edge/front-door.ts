@@ -15,7 +15,7 @@ import type { GatewayMetrics } from '../observability/metrics';
 import { rateLimitHeaders } from '../rate-limit/rate-limit-headers';
 import { ipSubject, keyPolicy, keySubject, type RateLimitSettings, unauthenticatedPolicy } from '../rate-limit/rate-limit-policy';
 import type { RateLimitDecision, RateLimiter, RateLimitPolicy } from '../rate-limit/rate-limiter';
-import { assignRequestId, createRequestObserver } from '../observability/request-logging';
+import { assignRequestId, createRequestObserver } from './request-log';
 import { ATTR_RATE_LIMIT_DECISION, ATTR_REFUSAL, startRequestSpan } from '../observability/request-tracing';
 
 /**

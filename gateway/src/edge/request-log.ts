@@ -3,10 +3,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Request } from 'express';
 import { REQUEST_ID_PATTERN } from '@petstore/proto';
 import type { Logger } from 'pino';
-import { contextOf, type RequestContext } from '../edge/request-context';
-import { recordRequest } from './http-metrics';
-import type { GatewayMetrics } from './metrics';
-import { endRequestSpan } from './request-tracing';
+import { contextOf, type RequestContext } from './request-context';
+import { recordRequest } from '../observability/http-metrics';
+import type { GatewayMetrics } from '../observability/metrics';
+import { endRequestSpan } from '../observability/request-tracing';
 
 /**
  * The route a request is reported under: the template or label its context names, else the

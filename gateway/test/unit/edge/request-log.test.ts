@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import pino from 'pino';
 import { NON_RECORDING_TRACER } from '@petstore/runtime';
 import { attachContext } from '../../../src/edge/request-context';
-import { assignRequestId, createRequestObserver } from '../../../src/observability/request-logging';
+import { assignRequestId, createRequestObserver } from '../../../src/edge/request-log';
 import { listenOnLoopback, type LoopbackServer } from '../../../../system-test/support/loopback-server';
 
 describe('request logging', () => {
