@@ -15,6 +15,7 @@
  *   h  the gateway exporting every trace (parentbased_always_on) to the same sink
  *   i  the gateway built from BENCH_BASELINE=<commit> (bench/baseline-build.ts): say, the last one
  *      before a change, to measure that change side by side
+ *   j  a second process of f: two identical gateways, whose difference is the run's noise
  *
  * The variants (bench/floor/) are bundled by esbuild as `npm run build` bundles the services, and
  * every app runs on the same Node with the gateway image's flags, source maps included. autocannon
@@ -61,6 +62,7 @@ const VARIANTS = {
   g: { label: 'g the gateway, traces 10% exported', entry: undefined },
   h: { label: 'h the gateway, traces all exported', entry: undefined },
   i: { label: `i the gateway at ${process.env.BENCH_BASELINE ?? 'BENCH_BASELINE'}`, entry: undefined },
+  j: { label: 'j the gateway (dist), again', entry: undefined },
 } as const;
 
 /** The gateway variants' tracing settings, beside the OTLP sink's endpoint. */
@@ -79,6 +81,7 @@ const DIFFERENCES: ReadonlyArray<readonly [VariantName, VariantName, string]> = 
   ['f', 'b', "the gateway's own share (f − b)"],
   ['f', 'c', 'the gateway against minimal express (f − c)'],
   ['f', 'i', 'this gateway against the baseline build (f − i)'],
+  ['j', 'f', 'two processes of the same gateway: the noise (j − f)'],
   ['g', 'f', 'exporting 10% of traces (g − f)'],
   ['h', 'f', 'exporting every trace (h − f)'],
 ];

@@ -14,6 +14,7 @@ import {
   NON_RECORDING_TRACER,
   SHUTDOWN_FLUSH_MS,
   throwOnError,
+  TRACE_CONTEXT,
   traceHeaders,
   TRACING_ENV,
   type TracingSettings,
@@ -88,6 +89,17 @@ describe('trace context', () => {
       expect(context.traceId).to.equal(TRACE_ID);
       expect(context.spanId).to.match(/^[0-9a-f]{16}$/).and.not.equal(PARENT_ID);
       expect(traceHeaders(span)).to.deep.equal({ traceparent: `00-${TRACE_ID}-${context.spanId}-0${flags}`, tracestate: 'vendor=abc' });
+    }
+  });
+
+  it('writes the fields as OpenTelemetry’s W3C propagator does', () => {
+    for (const flags of [TraceFlags.SAMPLED, TraceFlags.NONE]) {
+      for (const state of [undefined, 'vendor=abc,other=1']) {
+        const span = NON_RECORDING_TRACER.startSpan('x', {}, remote(flags, state));
+        const injected: Record<string, string> = {};
+        TRACE_CONTEXT.inject(trace.setSpan(ROOT_CONTEXT, span), injected, { set: (carrier, name, value) => (carrier[name] = value) });
+        expect(traceHeaders(span)).to.deep.equal(injected);
+      }
     }
   });
 
