@@ -1,7 +1,6 @@
 import { isIP } from 'node:net';
 import {
   ConfigError,
-  isPinoPrettyInstalled,
   listenPort,
   positiveInteger,
   SERVICE_ENV,
@@ -343,12 +342,12 @@ export const ENVIRONMENT_VARIABLES: readonly string[] = Object.freeze([...Object
 
 /**
  * Parses and validates the environment. Throws one Error naming every bad variable.
- * `prettyAvailable` says whether pino-pretty can be loaded (a seam for tests).
+ * `prettyAvailable` says whether pino-pretty can be loaded (a seam for tests; default: try to load it).
  */
 export function parseConfig(
   env: NodeJS.ProcessEnv,
   defaultKeysFile: string,
-  prettyAvailable: () => boolean = isPinoPrettyInstalled,
+  prettyAvailable?: () => boolean,
 ): GatewayConfig {
   const parsed = cleanEnv(env, environmentSpec(defaultKeysFile), { reporter: throwOnError });
   if (!(parsed.PET_SERVICE_TIMEOUT_MS > 0)) throw new ConfigError('PET_SERVICE_TIMEOUT_MS: must be positive');

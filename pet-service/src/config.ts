@@ -1,5 +1,4 @@
 import {
-  isPinoPrettyInstalled,
   listenPort,
   nonNegativeInteger,
   positiveInteger,
@@ -128,9 +127,9 @@ export const ENVIRONMENT_VARIABLES: readonly string[] = Object.freeze([...Object
 
 /**
  * Parses and validates the environment. Throws one Error naming every bad variable.
- * `prettyAvailable` says whether pino-pretty can be loaded (a seam for tests).
+ * `prettyAvailable` says whether pino-pretty can be loaded (a seam for tests; default: try to load it).
  */
-export function parseConfig(env: NodeJS.ProcessEnv, prettyAvailable: () => boolean = isPinoPrettyInstalled): PetServiceConfig {
+export function parseConfig(env: NodeJS.ProcessEnv, prettyAvailable?: () => boolean): PetServiceConfig {
   const parsed = cleanEnv(env, ENVIRONMENT_SPEC, { reporter: throwOnError });
   const shared = serviceSettings(parsed, env, 'pet-service', prettyAvailable);
   return Object.freeze({

@@ -1,5 +1,4 @@
 import { checkLogPretty, LOGGING_ENV, SHUTDOWN_ENV } from './env';
-import { isPinoPrettyInstalled } from './logger';
 import { TRACING_ENV, type TracingEnvironment, type TracingSettings, tracingSettings } from './tracing-env';
 
 /**
@@ -30,14 +29,14 @@ export interface ServiceSettings {
 
 /**
  * The shared settings of a service called `serviceName`, from its cleaned environment; `env` is
- * the raw one (NODE_ENV) and `prettyAvailable` a seam for tests.
+ * the raw one (NODE_ENV) and `prettyAvailable` a seam for tests (default: whether pino-pretty loads).
  * @throws ConfigError naming the variable, for LOG_PRETTY where it is refused or a span batch larger than the queue.
  */
 export function serviceSettings(
   parsed: ServiceEnvironment,
   env: NodeJS.ProcessEnv,
   serviceName: string,
-  prettyAvailable: () => boolean = isPinoPrettyInstalled,
+  prettyAvailable?: () => boolean,
 ): ServiceSettings {
   checkLogPretty(parsed.LOG_PRETTY, env, prettyAvailable);
   return {
