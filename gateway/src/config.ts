@@ -3,6 +3,7 @@ import {
   ConfigError,
   listenPort,
   positiveInteger,
+  requireUrlScheme,
   SERVICE_ENV,
   type ServiceSettings,
   serviceSettings,
@@ -108,15 +109,9 @@ const endpointList = makeValidator<readonly RedisEndpoint[]>((input) => {
   );
 });
 
+/** Empty, or a redis:// or rediss:// URL. */
 const redisUrl = makeValidator<string>((input) => {
-  if (input === '') return input;
-  let url: URL;
-  try {
-    url = new URL(input);
-  } catch {
-    throw new EnvError('must be a redis:// or rediss:// URL');
-  }
-  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new EnvError('must be a redis:// or rediss:// URL');
+  if (input !== '') requireUrlScheme(input, ['redis:', 'rediss:'], 'must be a redis:// or rediss:// URL');
   return input;
 });
 
