@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import { type HttpUpstream, startHttpUpstream } from './support/http-upstream';
 import { type OtlpReceiver, type ReceivedSpan, SPAN_KIND, startOtlpReceiver, STATUS_CODE } from './support/otlp-receiver';
 import { freePort } from './support/redis-server';
-import { startService, type ServiceProcess } from './support/service-process';
+import { type ProcessStack, startProcessStack } from './support/process-stack';
 
 const KEY = 'demo-free-key-0000';
 const AUTH = { authorization: `Bearer ${KEY}` };
@@ -36,24 +36,22 @@ describe('traces: gateway and pet service processes exporting to an OTLP/HTTP re
   this.timeout(60_000);
   let receiver: OtlpReceiver;
   let upstream: HttpUpstream;
-  let petService: ServiceProcess;
-  let gateway: ServiceProcess;
-  let base: string;
+  let stack: ProcessStack;
 
   before(async () => {
     receiver = await startOtlpReceiver();
     upstream = await startHttpUpstream();
     // Exported every 20 ms, so a test waits for spans, not for the default 5 s batch delay.
     const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY: '20' };
-    // At debug the pet service logs every call, so each call's line can be checked for its ids.
-    petService = await startService('pet-service', { ...otel, LOG_LEVEL: 'debug' });
-    gateway = await startService('gateway', { ...otel, PET_SERVICE_ADDR: `127.0.0.1:${petService.port}`, ROUTES_FILE: routesFileFor(upstream) });
-    base = `http://127.0.0.1:${gateway.port}`;
+    stack = await startProcessStack({
+      // At debug the pet service logs every call, so each call's line can be checked for its ids.
+      petService: { ...otel, LOG_LEVEL: 'debug' },
+      gateway: { ...otel, ROUTES_FILE: routesFileFor(upstream) },
+    });
   });
 
   after(async () => {
-    await gateway?.stop();
-    await petService?.stop();
+    await stack?.stop();
     await receiver?.close();
     await upstream?.close();
   });
@@ -64,7 +62,7 @@ describe('traces: gateway and pet service processes exporting to an OTLP/HTTP re
 
   it('links gateway → gRPC client → pet service → store under the client’s trace, and logs the ids in both services', async () => {
     const { traceId, parentId, traceparent } = newTraceparent();
-    const response = await fetch(`${base}/v1/pets?limit=5`, { headers: { ...AUTH, traceparent, tracestate: 'vendor=abc' } });
+    const response = await fetch(`${stack.baseUrl}/v1/pets?limit=5`, { headers: { ...AUTH, traceparent, tracestate: 'vendor=abc' } });
     expect(response.status).to.equal(200);
     await response.text();
 
@@ -98,21 +96,21 @@ describe('traces: gateway and pet service processes exporting to an OTLP/HTTP re
     // The key's secret and the Authorization header are in no span.
     expect(JSON.stringify(spans)).not.to.include(KEY);
 
-    const gatewayLine = await gateway.waitForLog((line) => line.traceId === traceId && line.msg === 'request');
+    const gatewayLine = await stack.gateway.waitForLog((line) => line.traceId === traceId && line.msg === 'request');
     expect(gatewayLine).to.include({ spanId: server.spanId, route: '/v1/pets', status: 200 });
-    const petLine = await petService.waitForLog((line) => line.traceId === traceId && line.msg === 'grpc call');
+    const petLine = await stack.petService.waitForLog((line) => line.traceId === traceId && line.msg === 'grpc call');
     expect(petLine).to.include({ spanId: served.spanId, method: 'ListPets', code: 'OK' });
   });
 
   it('traces a create down to its insert, and a request without traceparent as a new trace', async () => {
-    const response = await fetch(`${base}/v1/pets`, {
+    const response = await fetch(`${stack.baseUrl}/v1/pets`, {
       method: 'POST',
       headers: { ...AUTH, 'content-type': 'application/json' },
       body: JSON.stringify({ name: 'Traced', categoryId: 1 }),
     });
     expect(response.status).to.equal(201);
     const requestId = response.headers.get('x-request-id')!;
-    const line = await gateway.waitForLog((entry) => entry.requestId === requestId && entry.msg === 'request');
+    const line = await stack.gateway.waitForLog((entry) => entry.requestId === requestId && entry.msg === 'request');
     const traceId = line.traceId as string;
     expect(traceId).to.match(/^[0-9a-f]{32}$/);
     const spans = await traceOf(traceId, 4);
@@ -127,7 +125,7 @@ describe('traces: gateway and pet service processes exporting to an OTLP/HTTP re
 
   it('gives a proxied call a client span, the parent the upstream is told of, in place of the client’s', async () => {
     const { traceId, parentId, traceparent } = newTraceparent();
-    const response = await fetch(`${base}/v1/things/a?x=1`, { headers: { ...AUTH, traceparent } });
+    const response = await fetch(`${stack.baseUrl}/v1/things/a?x=1`, { headers: { ...AUTH, traceparent } });
     expect(response.status).to.equal(200);
     const received = await upstream.nextRequest();
     const spans = await traceOf(traceId, 2);
@@ -144,7 +142,7 @@ describe('traces: gateway and pet service processes exporting to an OTLP/HTTP re
 
   it('marks a 404 from the pet service on the client span, and keeps the server span unset', async () => {
     const { traceId, traceparent } = newTraceparent();
-    const response = await fetch(`${base}/v1/pets/987654321`, { headers: { ...AUTH, traceparent } });
+    const response = await fetch(`${stack.baseUrl}/v1/pets/987654321`, { headers: { ...AUTH, traceparent } });
     expect(response.status).to.equal(404);
     const spans = await traceOf(traceId, 4);
     const call = one(spans, 'gRPC client span', (span) => span.service === 'gateway' && span.kind === SPAN_KIND.CLIENT);
@@ -165,17 +163,17 @@ describe('traces: gateway and pet service processes exporting to an OTLP/HTTP re
   const expectRefusedAtTheEdge = async (traceId: string): Promise<ReceivedSpan> => {
     const [server] = await traceOf(traceId, 1);
     const later = newTraceparent();
-    const response = await fetch(`${base}/v1/pets?limit=1`, { headers: { authorization: 'Bearer demo-pro-key-0000', traceparent: later.traceparent } });
+    const response = await fetch(`${stack.baseUrl}/v1/pets?limit=1`, { headers: { authorization: 'Bearer demo-pro-key-0000', traceparent: later.traceparent } });
     expect(response.status).to.equal(200);
     await traceOf(later.traceId, 4);
     expect(receiver.spans.filter((span) => span.traceId === traceId)).to.have.length(1);
-    expect(petService.logs.some((line) => line.traceId === traceId)).to.equal(false);
+    expect(stack.petService.logs.some((line) => line.traceId === traceId)).to.equal(false);
     return server!;
   };
 
   it('gives a 401 a server span with the refusal, and no pet service span', async () => {
     const { traceId, parentId, traceparent } = newTraceparent();
-    const response = await fetch(`${base}/v1/pets`, { headers: { authorization: 'Bearer not-a-key', traceparent } });
+    const response = await fetch(`${stack.baseUrl}/v1/pets`, { headers: { authorization: 'Bearer not-a-key', traceparent } });
     expect(response.status).to.equal(401);
     const server = await expectRefusedAtTheEdge(traceId);
     expect(server).to.include({ service: 'gateway', kind: SPAN_KIND.SERVER, parentSpanId: parentId, name: 'GET /v1/pets' });
@@ -187,13 +185,13 @@ describe('traces: gateway and pet service processes exporting to an OTLP/HTTP re
     // This suite's other requests used the key too; whatever is left of its minute is spent here.
     let status = 200;
     for (let sent = 0; sent <= FREE_PER_MINUTE && status !== 429; sent += 1) {
-      const response = await fetch(`${base}/v1/pets?limit=1`, { headers: AUTH });
+      const response = await fetch(`${stack.baseUrl}/v1/pets?limit=1`, { headers: AUTH });
       status = response.status;
       await response.text();
     }
     expect(status).to.equal(429);
     const { traceId, traceparent } = newTraceparent();
-    const response = await fetch(`${base}/v1/pets?limit=1`, { headers: { ...AUTH, traceparent } });
+    const response = await fetch(`${stack.baseUrl}/v1/pets?limit=1`, { headers: { ...AUTH, traceparent } });
     expect(response.status).to.equal(429);
     const server = await expectRefusedAtTheEdge(traceId);
     expect(server.attributes).to.include({
@@ -214,47 +212,44 @@ describe('traces: gateway and pet service processes exporting to an OTLP/HTTP re
 describe('traces: export off (the default), trace context still propagated', function () {
   this.timeout(60_000);
   let upstream: HttpUpstream;
-  let petService: ServiceProcess;
-  let gateway: ServiceProcess;
+  let stack: ProcessStack;
 
   before(async () => {
     upstream = await startHttpUpstream();
-    petService = await startService('pet-service', { LOG_LEVEL: 'debug' });
-    gateway = await startService('gateway', { PET_SERVICE_ADDR: `127.0.0.1:${petService.port}`, ROUTES_FILE: routesFileFor(upstream) });
+    stack = await startProcessStack({ petService: { LOG_LEVEL: 'debug' }, gateway: { ROUTES_FILE: routesFileFor(upstream) } });
   });
 
   after(async () => {
-    await gateway?.stop();
-    await petService?.stop();
+    await stack?.stop();
     await upstream?.close();
   });
 
   it('hands the client’s trace, under the gateway’s span id and the client’s sampled flag, to the pet service and upstreams', async () => {
     const { traceId, parentId, traceparent } = newTraceparent();
-    const listed = await fetch(`http://127.0.0.1:${gateway.port}/v1/pets`, { headers: { ...AUTH, traceparent, tracestate: 'vendor=abc' } });
+    const listed = await fetch(`${stack.baseUrl}/v1/pets`, { headers: { ...AUTH, traceparent, tracestate: 'vendor=abc' } });
     expect(listed.status).to.equal(200);
-    const gatewayLine = await gateway.waitForLog((line) => line.traceId === traceId && line.msg === 'request');
+    const gatewayLine = await stack.gateway.waitForLog((line) => line.traceId === traceId && line.msg === 'request');
     expect(gatewayLine.spanId).to.match(/^[0-9a-f]{16}$/).and.not.equal(parentId);
-    const petLine = await petService.waitForLog((line) => line.traceId === traceId && line.msg === 'grpc call');
+    const petLine = await stack.petService.waitForLog((line) => line.traceId === traceId && line.msg === 'grpc call');
     expect(petLine.spanId).to.match(/^[0-9a-f]{16}$/).and.not.equal(gatewayLine.spanId);
 
     const { traceId: proxiedTrace, traceparent: proxiedParent } = newTraceparent();
-    const proxied = await fetch(`http://127.0.0.1:${gateway.port}/v1/things/b`, { headers: { ...AUTH, traceparent: proxiedParent, tracestate: 'vendor=abc' } });
+    const proxied = await fetch(`${stack.baseUrl}/v1/things/b`, { headers: { ...AUTH, traceparent: proxiedParent, tracestate: 'vendor=abc' } });
     expect(proxied.status).to.equal(200);
     const received = await upstream.nextRequest();
-    const line = await gateway.waitForLog((entry) => entry.traceId === proxiedTrace && entry.msg === 'request');
+    const line = await stack.gateway.waitForLog((entry) => entry.traceId === proxiedTrace && entry.msg === 'request');
     expect(received.headers.traceparent).to.equal(`00-${proxiedTrace}-${String(line.spanId)}-01`);
     expect(received.headers.tracestate).to.equal('vendor=abc');
   });
 
   it('starts a trace for a request without one, or with a malformed one', async () => {
     for (const traceparent of [undefined, '00-not-a-trace-01', `00-${'0'.repeat(32)}-${'1'.repeat(16)}-01`]) {
-      const response = await fetch(`http://127.0.0.1:${gateway.port}/v1/pets/1`, {
+      const response = await fetch(`${stack.baseUrl}/v1/pets/1`, {
         headers: { ...AUTH, ...(traceparent === undefined ? {} : { traceparent }) },
       });
       await response.text();
       const requestId = response.headers.get('x-request-id');
-      const line = await gateway.waitForLog((entry) => entry.requestId === requestId && entry.msg === 'request');
+      const line = await stack.gateway.waitForLog((entry) => entry.requestId === requestId && entry.msg === 'request');
       expect(line.traceId).to.match(/^[0-9a-f]{32}$/).and.not.equal('0'.repeat(32));
     }
   });
@@ -262,8 +257,7 @@ describe('traces: export off (the default), trace context still propagated', fun
 
 describe('traces: an exporter whose collector is down', function () {
   this.timeout(60_000);
-  let petService: ServiceProcess;
-  let gateway: ServiceProcess;
+  let stack: ProcessStack;
 
   before(async () => {
     // A port nothing listens on: every export is refused.
@@ -273,30 +267,28 @@ describe('traces: an exporter whose collector is down', function () {
       // Read by the exporter itself: each export gives up after a second, retries included.
       OTEL_EXPORTER_OTLP_TIMEOUT: '1000',
     };
-    petService = await startService('pet-service', otel);
-    gateway = await startService('gateway', { ...otel, PET_SERVICE_ADDR: `127.0.0.1:${petService.port}` });
+    stack = await startProcessStack({ petService: otel, gateway: otel });
   });
 
   after(async () => {
-    await gateway?.stop();
-    await petService?.stop();
+    await stack?.stop();
   });
 
   it('fails no request, reports the failure once, and still logs trace ids', async () => {
     const statuses = new Map<number, number>();
     for (let sent = 0; sent < 50; sent += 1) {
-      const response = await fetch(`http://127.0.0.1:${gateway.port}/v1/pets?limit=2`, { headers: { authorization: 'Bearer demo-enterprise-key-0000' } });
+      const response = await fetch(`${stack.baseUrl}/v1/pets?limit=2`, { headers: { authorization: 'Bearer demo-enterprise-key-0000' } });
       statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
       await response.text();
     }
     expect(Object.fromEntries(statuses)).to.deep.equal({ 200: 50 });
     const failed = (line: Record<string, unknown>): boolean => line.msg === 'trace export failed; spans are dropped until the collector answers';
-    await gateway.waitForLog(failed);
-    await petService.waitForLog(failed);
-    expect(gateway.logs.filter(failed)).to.have.length(1);
-    expect(gateway.logs.filter((line) => line.msg === 'request').every((line) => /^[0-9a-f]{32}$/.test(String(line.traceId)))).to.equal(true);
+    await stack.gateway.waitForLog(failed);
+    await stack.petService.waitForLog(failed);
+    expect(stack.gateway.logs.filter(failed)).to.have.length(1);
+    expect(stack.gateway.logs.filter((line) => line.msg === 'request').every((line) => /^[0-9a-f]{32}$/.test(String(line.traceId)))).to.equal(true);
     // A clean stop still: the bounded flush gives up on the collector.
-    expect(await gateway.stop()).to.equal(0);
-    expect(await petService.stop()).to.equal(0);
+    expect(await stack.gateway.stop()).to.equal(0);
+    expect(await stack.petService.stop()).to.equal(0);
   });
 });

@@ -1,16 +1,13 @@
 import { isIP } from 'node:net';
 import {
-  checkLogPretty,
   ConfigError,
-  isPinoPrettyInstalled,
   listenPort,
-  LOGGING_ENV,
   positiveInteger,
-  SHUTDOWN_ENV,
+  requireUrlScheme,
+  SERVICE_ENV,
+  type ServiceSettings,
+  serviceSettings,
   throwOnError,
-  TRACING_ENV,
-  type TracingSettings,
-  tracingSettings,
 } from '@petstore/runtime';
 import { bool, cleanEnv, EnvError, makeValidator, num, str } from 'envalid';
 
@@ -24,7 +21,7 @@ export type CorsOrigins = '*' | readonly string[];
 export const KEY_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
 /** The gateway's settings, read once at startup by `main.ts`. */
-export interface GatewayConfig {
+export interface GatewayConfig extends ServiceSettings {
   readonly host: string;
   readonly port: number;
   /** gRPC target of the pet service. */
@@ -57,17 +54,10 @@ export interface GatewayConfig {
   readonly adminPort: number;
   /** Guards the admin port's state-changing routes; undefined: loopback clients only. */
   readonly adminToken: string | undefined;
-  readonly logLevel: string;
-  readonly logPretty: boolean;
-  /** On SIGTERM: readiness fails at once, the listener serves this long, then closes. */
-  readonly shutdownDelayMs: number;
-  readonly shutdownTimeoutMs: number;
   /** Processes serving the public port (Node's cluster module); more than 1 needs `redis`. */
   readonly workers: number;
   /** Key ids whose rate-limit decisions are counted by id as well as by plan; at most {@link MAX_METRICS_KEY_IDS}. */
   readonly metricsKeyIds: readonly string[];
-  /** OpenTelemetry (OTEL_*): export, sampling, service name (docs/operations.md#tracing). */
-  readonly tracing: TracingSettings;
 }
 
 /** Most key ids METRICS_KEY_IDS may list: each adds three series, and Prometheus pays per series. */
@@ -119,15 +109,9 @@ const endpointList = makeValidator<readonly RedisEndpoint[]>((input) => {
   );
 });
 
+/** Empty, or a redis:// or rediss:// URL. */
 const redisUrl = makeValidator<string>((input) => {
-  if (input === '') return input;
-  let url: URL;
-  try {
-    url = new URL(input);
-  } catch {
-    throw new EnvError('must be a redis:// or rediss:// URL');
-  }
-  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new EnvError('must be a redis:// or rediss:// URL');
+  if (input !== '') requireUrlScheme(input, ['redis:', 'rediss:'], 'must be a redis:// or rediss:// URL');
   return input;
 });
 
@@ -286,9 +270,7 @@ function environmentSpec(defaultKeysFile: string) {
     HTTP_REQUEST_TIMEOUT_MS: positiveInteger({ default: 30000, desc: 'Longest wait for a whole request, body included' }),
     HTTP_KEEP_ALIVE_TIMEOUT_MS: positiveInteger({ default: 65000, desc: 'Idle keep-alive connections are closed after this; above the load balancer\'s idle timeout' }),
     MAX_CONNECTIONS: positiveInteger({ default: 4096, desc: 'Connections to the public port beyond this are closed as they arrive' }),
-    ...LOGGING_ENV,
-    ...SHUTDOWN_ENV,
-    ...TRACING_ENV,
+    ...SERVICE_ENV,
     GATEWAY_WORKERS: positiveInteger({ default: 1, desc: 'Worker processes sharing the public port; more than 1 needs a shared Redis' }),
     METRICS_KEY_IDS: metricsKeyIds({
       default: Object.freeze([]),
@@ -355,12 +337,12 @@ export const ENVIRONMENT_VARIABLES: readonly string[] = Object.freeze([...Object
 
 /**
  * Parses and validates the environment. Throws one Error naming every bad variable.
- * `prettyAvailable` says whether pino-pretty can be loaded (a seam for tests).
+ * `prettyAvailable` says whether pino-pretty can be loaded (a seam for tests; default: try to load it).
  */
 export function parseConfig(
   env: NodeJS.ProcessEnv,
   defaultKeysFile: string,
-  prettyAvailable: () => boolean = isPinoPrettyInstalled,
+  prettyAvailable?: () => boolean,
 ): GatewayConfig {
   const parsed = cleanEnv(env, environmentSpec(defaultKeysFile), { reporter: throwOnError });
   if (!(parsed.PET_SERVICE_TIMEOUT_MS > 0)) throw new ConfigError('PET_SERVICE_TIMEOUT_MS: must be positive');
@@ -376,8 +358,9 @@ export function parseConfig(
       'GATEWAY_WORKERS: more than 1 needs REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS, so that every worker counts against the same limits',
     );
   }
-  checkLogPretty(parsed.LOG_PRETTY, env, prettyAvailable);
+  const shared = serviceSettings(parsed, env, 'gateway', prettyAvailable);
   return Object.freeze({
+    ...shared,
     host: parsed.HOST,
     port: parsed.PORT,
     petServiceAddress: parsed.PET_SERVICE_ADDR,
@@ -402,12 +385,7 @@ export function parseConfig(
     adminHost: parsed.ADMIN_HOST,
     adminPort: parsed.ADMIN_PORT,
     adminToken: parsed.ADMIN_TOKEN === '' ? undefined : parsed.ADMIN_TOKEN,
-    logLevel: parsed.LOG_LEVEL,
-    logPretty: parsed.LOG_PRETTY,
-    shutdownDelayMs: parsed.SHUTDOWN_DELAY_MS,
-    shutdownTimeoutMs: parsed.SHUTDOWN_TIMEOUT_MS,
     workers: parsed.GATEWAY_WORKERS,
     metricsKeyIds: parsed.METRICS_KEY_IDS,
-    tracing: tracingSettings(parsed, 'gateway'),
   });
 }

@@ -1,15 +1,11 @@
 import {
-  checkLogPretty,
-  isPinoPrettyInstalled,
   listenPort,
-  LOGGING_ENV,
   nonNegativeInteger,
   positiveInteger,
-  SHUTDOWN_ENV,
+  SERVICE_ENV,
+  type ServiceSettings,
+  serviceSettings,
   throwOnError,
-  TRACING_ENV,
-  type TracingSettings,
-  tracingSettings,
 } from '@petstore/runtime';
 import { cleanEnv, EnvError, makeValidator, str } from 'envalid';
 import { MongoClient } from 'mongodb';
@@ -30,7 +26,7 @@ const mongodbUri = makeValidator<string>((input) => {
 });
 
 /** The pet service's settings, read once at startup by `main.ts`. */
-export interface PetServiceConfig {
+export interface PetServiceConfig extends ServiceSettings {
   readonly host: string;
   readonly port: number;
   /** Unset: the embedded in-memory store. */
@@ -49,18 +45,11 @@ export interface PetServiceConfig {
   readonly idempotencyMaxKeys: number;
   readonly pageTokenSecret: string;
   readonly adminPort: number;
-  readonly logLevel: string;
-  readonly logPretty: boolean;
   /** Successful calls faster than this are logged at debug, the others at info; 0 logs all at info. */
   readonly slowCallMs: number;
   readonly storeHealthIntervalMs: number;
   /** Client connections are asked to reconnect at this age (see `server.ts`). */
   readonly maxConnectionAgeMs: number;
-  /** On SIGTERM: health reports NOT_SERVING at once, calls are served this long, then the server stops. */
-  readonly shutdownDelayMs: number;
-  readonly shutdownTimeoutMs: number;
-  /** OpenTelemetry (OTEL_*): export, sampling, service name (docs/operations.md#tracing). */
-  readonly tracing: TracingSettings;
 }
 
 /**
@@ -121,7 +110,6 @@ const ENVIRONMENT_SPEC = {
     desc: 'Key that signs page tokens; every replica must share it',
   }),
   ADMIN_PORT: listenPort({ default: 9091, desc: 'Port of /metrics and /healthz; 0 picks a free one' }),
-  ...LOGGING_ENV,
   LOG_SLOW_CALL_MS: nonNegativeInteger({
     default: DEFAULT_SLOW_CALL_MS,
     desc: 'Successful calls faster than this are logged at debug, slower ones and every failed call at info; 0 logs every call at info',
@@ -131,8 +119,7 @@ const ENVIRONMENT_SPEC = {
     desc: 'Client connections are asked to reconnect at this age, so clients find replicas added since (scale-out)',
   }),
   STORE_HEALTH_INTERVAL_MS: positiveInteger({ default: 5000, desc: 'How often the store is pinged for health' }),
-  ...SHUTDOWN_ENV,
-  ...TRACING_ENV,
+  ...SERVICE_ENV,
 };
 
 /** Every environment variable the pet service reads (deployment manifests are checked against it). */
@@ -140,12 +127,13 @@ export const ENVIRONMENT_VARIABLES: readonly string[] = Object.freeze([...Object
 
 /**
  * Parses and validates the environment. Throws one Error naming every bad variable.
- * `prettyAvailable` says whether pino-pretty can be loaded (a seam for tests).
+ * `prettyAvailable` says whether pino-pretty can be loaded (a seam for tests; default: try to load it).
  */
-export function parseConfig(env: NodeJS.ProcessEnv, prettyAvailable: () => boolean = isPinoPrettyInstalled): PetServiceConfig {
+export function parseConfig(env: NodeJS.ProcessEnv, prettyAvailable?: () => boolean): PetServiceConfig {
   const parsed = cleanEnv(env, ENVIRONMENT_SPEC, { reporter: throwOnError });
-  checkLogPretty(parsed.LOG_PRETTY, env, prettyAvailable);
+  const shared = serviceSettings(parsed, env, 'pet-service', prettyAvailable);
   return Object.freeze({
+    ...shared,
     host: parsed.PET_SERVICE_HOST,
     port: parsed.PET_SERVICE_PORT,
     mongodbUri: parsed.MONGODB_URI === '' ? undefined : parsed.MONGODB_URI,
@@ -158,13 +146,8 @@ export function parseConfig(env: NodeJS.ProcessEnv, prettyAvailable: () => boole
     idempotencyMaxKeys: parsed.IDEMPOTENCY_MAX_KEYS,
     pageTokenSecret: parsed.PAGE_TOKEN_SECRET,
     adminPort: parsed.ADMIN_PORT,
-    logLevel: parsed.LOG_LEVEL,
-    logPretty: parsed.LOG_PRETTY,
     slowCallMs: parsed.LOG_SLOW_CALL_MS,
     storeHealthIntervalMs: parsed.STORE_HEALTH_INTERVAL_MS,
     maxConnectionAgeMs: parsed.GRPC_MAX_CONNECTION_AGE_MS,
-    shutdownDelayMs: parsed.SHUTDOWN_DELAY_MS,
-    shutdownTimeoutMs: parsed.SHUTDOWN_TIMEOUT_MS,
-    tracing: tracingSettings(parsed, 'pet-service'),
   });
 }

@@ -14,6 +14,20 @@ export const positiveInteger = makeValidator<number>((input) => {
   return value;
 });
 
+/**
+ * Throws `EnvError(message)` unless `input` parses as a URL whose scheme is one of `protocols`
+ * (written as `URL.protocol` gives them: `'https:'`); for validators of URL-valued variables.
+ */
+export function requireUrlScheme(input: string, protocols: readonly string[], message: string): void {
+  let protocol: string;
+  try {
+    protocol = new URL(input).protocol;
+  } catch {
+    throw new EnvError(message);
+  }
+  if (!protocols.includes(protocol)) throw new EnvError(message);
+}
+
 /** A count that may be 0. */
 export const nonNegativeInteger = makeValidator<number>((input) => {
   const value = Number(input);

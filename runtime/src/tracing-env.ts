@@ -1,6 +1,6 @@
 import { parseKeyPairsIntoRecord } from '@opentelemetry/core';
 import { bool, EnvError, makeValidator, str } from 'envalid';
-import { ConfigError, nonNegativeInteger, positiveInteger } from './env';
+import { ConfigError, nonNegativeInteger, positiveInteger, requireUrlScheme } from './env';
 
 /** The samplers OpenTelemetry's `OTEL_TRACES_SAMPLER` names that this SDK setup builds. */
 export const SAMPLERS = [
@@ -48,13 +48,7 @@ export interface TracingSettings {
 }
 
 const otlpUrl = makeValidator<string>((input) => {
-  let url: URL;
-  try {
-    url = new URL(input);
-  } catch {
-    throw new EnvError('must be an http:// or https:// URL');
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new EnvError('must be an http:// or https:// URL');
+  requireUrlScheme(input, ['http:', 'https:'], 'must be an http:// or https:// URL');
   return input;
 });
 
