@@ -16,7 +16,7 @@ import { countKeyDecisions, createMetrics, type GatewayMetrics } from './observa
 import { createPetClient, type PetClient } from './pet-service-client/pet-client';
 import type { RateLimiter } from './rate-limit/rate-limiter';
 import { petServiceHealthCheck, type ReadinessCheck } from './pet-service-client/readiness';
-import { checkAtStartup, connectRedis } from './rate-limit/redis-connection';
+import { checkAtStartup, connectRedis, disconnectRedis } from './rate-limit/redis-connection';
 import { createMisconfigurationMonitor } from './rate-limit/redis-misconfiguration';
 import { RedisRateLimiter } from './rate-limit/redis-rate-limiter';
 import { startWorkerPool } from './cluster/worker-pool';
@@ -63,7 +63,7 @@ async function createLimiter(config: GatewayConfig, logger: Logger, metrics?: Ga
   const redis = connectRedis({ target, commandTimeoutMs: config.redisCommandTimeoutMs, onError: (error) => monitor.report(error) });
   const startup = await checkAtStartup(redis, target, config.redisStartupWaitMs);
   if (startup.state === 'misconfigured') {
-    redis.disconnect();
+    disconnectRedis(redis);
     throw new ConfigError(startup.problem);
   }
   if (startup.state === 'unreachable') {

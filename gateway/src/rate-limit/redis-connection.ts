@@ -87,6 +87,7 @@ export function connectRedis(options: RedisConnectionOptions): RedisClient {
       });
       break;
   }
+  if (target.kind === 'sentinel') reconnectAfterSpuriousEnd(client as Redis);
   const onError = options.onError ?? (() => undefined);
   // Without a listener an 'error' event would crash the process; the limiter logs the outage once.
   client.on('error', onError);
@@ -94,6 +95,33 @@ export function connectRedis(options: RedisConnectionOptions): RedisClient {
   client.on('node error', onError);
   client.on('sentinelError', onError);
   return client;
+}
+
+/** Clients {@link closeRedis} was asked to close: their end is the one expected. */
+const closedOnPurpose = new WeakSet<RedisClient>();
+
+/**
+ * Connects `client` again whenever it ends without {@link closeRedis}: ioredis (6.0.0) can end a
+ * Sentinel client for good in the middle of a failover, and nothing would ever reconnect it.
+ *
+ * The failover detector answers `+switch-master` with `SentinelConnector.disconnect()`, which
+ * clears the connector's `connecting` flag. When that message arrives while the client is
+ * reconnecting and the connector is still asking a Sentinel for the master, the connector's loop
+ * then throws "Connection is closed." instead of returning a stream, and `Redis#_connect` takes
+ * that as final: status `end`, no `retryStrategy`. The gateway would count in memory until
+ * restarted, its limits as loose as the replicas are many. Attempts back off as reconnections do.
+ */
+function reconnectAfterSpuriousEnd(client: Redis): void {
+  let attempts = 0;
+  client.on('ready', () => (attempts = 0));
+  client.on('end', () => {
+    if (closedOnPurpose.has(client)) return;
+    attempts += 1;
+    setTimeout(() => {
+      if (closedOnPurpose.has(client) || client.status !== 'end') return;
+      client.connect().catch(() => undefined);
+    }, reconnectDelay(attempts)).unref();
+  });
 }
 
 /** How the Redis deployment answered at startup. */
@@ -152,11 +180,24 @@ export async function checkAtStartup(client: RedisClient, target: RedisTarget, t
 }
 
 
-/** Ends the connection: politely when it is up, at once when it is not. */
+/**
+ * Ends the connection: politely when it is up, at once when it is not. The way to close a client
+ * of {@link connectRedis}, which otherwise reconnects a Sentinel client that ends.
+ */
 export async function closeRedis(client: RedisClient): Promise<void> {
   if (client.status === 'ready') {
+    closedOnPurpose.add(client);
     await client.quit();
+    // QUIT ends the data connection only: a Sentinel client's `+switch-master` subscriptions would
+    // stay open, and reconnect, until `disconnect()` ends them (ioredis #1362).
+    if (client instanceof Redis && client.options.sentinels) client.disconnect();
     return;
   }
+  disconnectRedis(client);
+}
+
+/** Ends the connection at once, for good: `disconnect()` for a client of {@link connectRedis}. */
+export function disconnectRedis(client: RedisClient): void {
+  closedOnPurpose.add(client);
   client.disconnect();
 }
