@@ -1,11 +1,13 @@
 /**
  * The gateway for `npm run bench`'s feature costs (BENCH_FEATURE_COSTS=1): the same app as
  * `gateway/src/main.ts` with the in-memory limiter, with the features named in `BENCH_WITHOUT`
- * (comma-separated: limiter, logging, metrics) replaced through the app's own options, so that
- * each one's CPU per request is the difference from a run with all of them: a limiter that admits
- * every request without counting, a logger above the request lines' level, no metrics. Never a
- * way to deploy the gateway.
+ * (comma-separated: limiter, logging, metrics, tracing) replaced through the app's own options, so
+ * that each one's CPU per request is the difference from a run with all of them: a limiter that
+ * admits every request without counting, a logger above the request lines' level, no metrics, a
+ * tracer whose every span is the invalid one (no ids made, no trace context sent; the log line keeps
+ * its zero ids). Never a way to deploy the gateway.
  */
+import { INVALID_SPAN_CONTEXT, trace, type Tracer } from '@opentelemetry/api';
 import { createLogger } from '@petstore/runtime';
 import { createApp } from '../gateway/src/app';
 import { ApiKeyStore } from '../gateway/src/keys/api-keys';
@@ -23,7 +25,15 @@ const ADMIT_ALL: RateLimiter = {
   close: () => Promise.resolve(),
 };
 
-const FEATURES = ['limiter', 'logging', 'metrics'] as const;
+/** Gives every span the invalid context: the front door still asks for one, and gets it for nothing. */
+const NO_TRACING: Tracer = {
+  startSpan: () => trace.wrapSpanContext(INVALID_SPAN_CONTEXT),
+  startActiveSpan: () => {
+    throw new Error('not used by the gateway');
+  },
+};
+
+const FEATURES = ['limiter', 'logging', 'metrics', 'tracing'] as const;
 const without = new Set((process.env.BENCH_WITHOUT ?? '').split(',').filter((name) => name !== ''));
 for (const name of without) {
   if (!(FEATURES as readonly string[]).includes(name)) throw new Error(`BENCH_WITHOUT: unknown feature ${name}; known: ${FEATURES.join(', ')}`);
@@ -41,6 +51,7 @@ async function main(): Promise<void> {
     metrics,
     limiter: without.has('limiter') ? ADMIT_ALL : new MemoryRateLimiter({ now: Date.now }),
     rateLimits: { unauthenticatedPerMinute: 60, ban: { threshold: 1e9, seconds: 900 } },
+    ...(without.has('tracing') ? { tracer: NO_TRACING } : {}),
   });
   const { port } = await listen(app, '127.0.0.1', 0, DEFAULT_CONNECTION_LIMITS);
   // Written past the logger, which 'warn' may silence: the harness waits for this line.

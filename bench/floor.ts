@@ -16,6 +16,8 @@
  *   i  the gateway built from BENCH_BASELINE=<commit> (bench/baseline-build.ts): say, the last one
  *      before a change, to measure that change side by side
  *   j  a second process of f: two identical gateways, whose difference is the run's noise
+ *   k  bench/feature-gateway.ts with everything on (the gateway's app from source, through tsx)
+ *   l  the same without tracing (BENCH_WITHOUT=tracing): k − l is what propagation always costs
  *
  * The variants (bench/floor/) are bundled by esbuild as `npm run build` bundles the services, and
  * every app runs on the same Node with the gateway image's flags, source maps included. autocannon
@@ -63,6 +65,8 @@ const VARIANTS = {
   h: { label: 'h the gateway, traces all exported', entry: undefined },
   i: { label: `i the gateway at ${process.env.BENCH_BASELINE ?? 'BENCH_BASELINE'}`, entry: undefined },
   j: { label: 'j the gateway (dist), again', entry: undefined },
+  k: { label: 'k feature gateway, all on', entry: undefined },
+  l: { label: 'l feature gateway, no tracing', entry: undefined },
 } as const;
 
 /** The gateway variants' tracing settings, beside the OTLP sink's endpoint. */
@@ -82,6 +86,7 @@ const DIFFERENCES: ReadonlyArray<readonly [VariantName, VariantName, string]> = 
   ['f', 'c', 'the gateway against minimal express (f − c)'],
   ['f', 'i', 'this gateway against the baseline build (f − i)'],
   ['j', 'f', 'two processes of the same gateway: the noise (j − f)'],
+  ['k', 'l', 'trace context with export off, in one build (k − l)'],
   ['g', 'f', 'exporting 10% of traces (g − f)'],
   ['h', 'f', 'exporting every trace (h − f)'],
 ];
@@ -211,8 +216,11 @@ async function main(): Promise<void> {
     for (const name of names) {
       const { entry } = VARIANTS[name];
       const tracing = TRACING[name] === undefined ? {} : { ...TRACING[name], OTEL_EXPORTER_OTLP_ENDPOINT: sink.endpoint };
+      const gatewayEnv = { PET_SERVICE_ADDR: petServiceAddr, API_KEYS_FILE: keysFile, REDIS_URL: '', BAN_THRESHOLD: '1000000000', LOG_LEVEL: 'info' };
       const service =
-        entry === undefined
+        name === 'k' || name === 'l'
+          ? await startService('feature-gateway', { ...gatewayEnv, BENCH_WITHOUT: name === 'l' ? 'tracing' : '' }, { nodeFlags: APP_NODE_FLAGS })
+          : entry === undefined
           ? await startService(
               'gateway',
               { PET_SERVICE_ADDR: petServiceAddr, API_KEYS_FILE: keysFile, REDIS_URL: '', BAN_THRESHOLD: '1000000000', LOG_LEVEL: 'info', ...tracing },

@@ -9,23 +9,9 @@ import {
   TraceFlags,
   type Tracer,
 } from '@opentelemetry/api';
-import { type ExportResult, ExportResultCode, W3CTraceContextPropagator } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
-import {
-  AlwaysOffSampler,
-  AlwaysOnSampler,
-  BatchSpanProcessor,
-  ParentBasedSampler,
-  RandomIdGenerator,
-  type ReadableSpan,
-  type Sampler,
-  type SpanExporter,
-  TraceIdRatioBasedSampler,
-  TracerProvider,
-} from '@opentelemetry/sdk-trace';
-import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
-import type { SamplerName, TracingSettings } from './tracing-env';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import type { SpanExporter } from '@opentelemetry/sdk-trace';
+import type { TracingSettings } from './tracing-env';
 
 /** A service's tracer, and how to flush what it has recorded. */
 export interface Tracing {
@@ -63,26 +49,28 @@ export const SHUTDOWN_FLUSH_MS = 2000;
  * The spans of a service, under OpenTelemetry's SDK, with no global registration and no context
  * manager: the services pass each span's parent explicitly, which costs nothing per request, where
  * an async-context manager and patching auto-instrumentation cost on every request whether or not
- * anything is exported. With no traces URL, nothing is recorded.
+ * anything is exported. With no traces URL, nothing is recorded, and the SDK and its exporter are
+ * not even loaded: their modules would add to the live heap every garbage collection walks.
  */
 export function createTracing(settings: TracingSettings, options: TracingOptions = {}): Tracing {
   if (settings.tracesUrl === undefined && options.exporter === undefined) return NON_RECORDING;
-  const exporter = reportingFailures(options.exporter ?? new OTLPTraceExporter({ url: settings.tracesUrl }), options);
-  const processor = new BatchSpanProcessor({ exporter, ...settings.batching });
-  const provider = new TracerProvider({
-    resource: defaultResource().merge(resourceFromAttributes({ ...settings.resourceAttributes, [ATTR_SERVICE_NAME]: settings.serviceName })),
-    sampler: samplerOf(settings.sampler, settings.samplerRatio),
-    spanProcessors: [processor],
-  });
-  const shutdown = (): Promise<void> => {
-    let timer: NodeJS.Timeout | undefined;
-    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, SHUTDOWN_FLUSH_MS)));
-    return Promise.race([provider.shutdown().catch(() => undefined), bound]).finally(() => clearTimeout(timer));
-  };
-  return { tracer: provider.getTracer(settings.serviceName), shutdown };
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded here, not at start-up: see above
+  const { createRecordingTracing } = require('./tracing-sdk') as typeof import('./tracing-sdk');
+  return createRecordingTracing(settings, options);
 }
 
-const ids = new RandomIdGenerator();
+/**
+ * A W3C trace or span id of `bytes` random bytes, in hex: unique, not secret, as OpenTelemetry's
+ * own RandomIdGenerator makes them (which lives in the SDK this module does not load), never all
+ * zeros.
+ */
+function randomId(bytes: 8 | 16): string {
+  for (let offset = 0; offset < bytes; offset += 4) ID_BUFFER.writeUInt32BE((Math.random() * 2 ** 32) >>> 0, offset);
+  if (ID_BUFFER.readBigUInt64BE(0) === 0n && (bytes === 8 || ID_BUFFER.readBigUInt64BE(8) === 0n)) ID_BUFFER[bytes - 1] = 1;
+  return ID_BUFFER.toString('hex', 0, bytes);
+}
+
+const ID_BUFFER = Buffer.allocUnsafe(16);
 
 /**
  * Records nothing, but gives every span its own ids, in its parent's trace (or a new one), and
@@ -95,8 +83,8 @@ class PropagatingTracer implements Tracer {
     const parent = trace.getSpanContext(context);
     const valid = parent !== undefined && isSpanContextValid(parent);
     return trace.wrapSpanContext({
-      traceId: valid ? parent.traceId : ids.generateTraceId(),
-      spanId: ids.generateSpanId(),
+      traceId: valid ? parent.traceId : randomId(16),
+      spanId: randomId(8),
       traceFlags: valid ? parent.traceFlags : TraceFlags.NONE,
       ...(valid && parent.traceState !== undefined ? { traceState: parent.traceState } : {}),
     });
@@ -115,47 +103,6 @@ class PropagatingTracer implements Tracer {
 export const NON_RECORDING_TRACER: Tracer = new PropagatingTracer();
 
 const NON_RECORDING: Tracing = { tracer: NON_RECORDING_TRACER, shutdown: () => Promise.resolve() };
-
-function samplerOf(name: SamplerName, ratio: number): Sampler {
-  switch (name) {
-    case 'always_on':
-      return new AlwaysOnSampler();
-    case 'always_off':
-      return new AlwaysOffSampler();
-    case 'traceidratio':
-      return new TraceIdRatioBasedSampler(ratio);
-    case 'parentbased_always_on':
-      return new ParentBasedSampler({ root: new AlwaysOnSampler() });
-    case 'parentbased_always_off':
-      return new ParentBasedSampler({ root: new AlwaysOffSampler() });
-    case 'parentbased_traceidratio':
-      return new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(ratio) });
-  }
-}
-
-/** The exporter, telling `onExportFailure` of failures at most once per interval. */
-function reportingFailures(inner: SpanExporter, { onExportFailure, now = () => performance.now() }: TracingOptions): SpanExporter {
-  if (onExportFailure === undefined) return inner;
-  let failures = 0;
-  let reportedAt = -Infinity;
-  return {
-    export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
-      inner.export(spans, (result) => {
-        if (result.code !== ExportResultCode.SUCCESS) {
-          failures += 1;
-          if (now() - reportedAt >= EXPORT_FAILURE_REPORT_MS) {
-            onExportFailure(failures, result.error);
-            failures = 0;
-            reportedAt = now();
-          }
-        }
-        done(result);
-      });
-    },
-    shutdown: () => inner.shutdown(),
-    ...(inner.forceFlush === undefined ? {} : { forceFlush: () => inner.forceFlush!() }),
-  };
-}
 
 /** W3C Trace Context (`traceparent`, `tracestate`): the one propagation format both services speak. */
 export const TRACE_CONTEXT = new W3CTraceContextPropagator();
