@@ -1,6 +1,6 @@
 import cluster from 'node:cluster';
 import { join } from 'node:path';
-import { ConfigError, createLogger, createTracing, flushThenExit, installCrashHandlers, shutdownOnSignal } from '@petstore/runtime';
+import { ConfigError, createLogger, createTracing, flushThenExit, installCrashHandlers, logExportFailures, shutdownOnSignal } from '@petstore/runtime';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { type AdminAppOptions, createAdminApp } from './admin/admin-app';
@@ -106,9 +106,7 @@ async function serve({ config, apiKeys: initialKeys, routes }: Settings, logger:
   process.on('SIGHUP', () => apiKeys.reload('SIGHUP', true));
   const petClient = createPetClient({ target: config.petServiceAddress, timeoutMs: config.petServiceTimeoutMs, metrics });
   const { limiter, redisCheck } = await createLimiter(config, logger, metrics);
-  const tracing = createTracing(config.tracing, {
-    onExportFailure: (failures, error) => logger.warn({ failures, err: error }, 'trace export failed; spans are dropped until the collector answers'),
-  });
+  const tracing = createTracing(config.tracing, { onExportFailure: logExportFailures(logger) });
   let draining = false;
   const app = createApp({
     petClient,

@@ -1,4 +1,4 @@
-import { createLogger, createTracing, flushThenExit, installCrashHandlers, shutdownOnSignal } from '@petstore/runtime';
+import { createLogger, createTracing, flushThenExit, installCrashHandlers, logExportFailures, shutdownOnSignal } from '@petstore/runtime';
 import type { Logger } from 'pino';
 import { startAdminServer } from './observability/admin-server';
 import { parseConfig, type PetServiceConfig } from './config';
@@ -33,9 +33,7 @@ async function main(config: PetServiceConfig, logger: Logger): Promise<void> {
   const metrics = createMetrics(repository instanceof MemoryPetRepository ? { idempotencyKeys: () => repository.idempotencyKeys } : {});
   // A queued create gives up while its caller's deadline still leaves the store its timeout.
   const writeTimeMs = config.mongodbUri === undefined ? 0 : config.mongodbTimeoutMs;
-  const tracing = createTracing(config.tracing, {
-    onExportFailure: (failures, error) => logger.warn({ failures, err: error }, 'trace export failed; spans are dropped until the collector answers'),
-  });
+  const tracing = createTracing(config.tracing, { onExportFailure: logExportFailures(logger) });
   const store = config.mongodbUri === undefined ? { system: 'memory' } : { system: 'mongodb', namespace: config.mongodbDatabase };
   const server = await createServer({ ...config, writeTimeMs, repository, logger, metrics, tracer: tracing.tracer, store });
   const admin = await startAdminServer(metrics.registry, config.host, config.adminPort);

@@ -1,9 +1,11 @@
 import {
+  type Attributes,
   type Context,
   context as contexts,
   isSpanContextValid,
   ROOT_CONTEXT,
   type Span,
+  SpanKind,
   type SpanOptions,
   trace,
   TraceFlags,
@@ -11,6 +13,7 @@ import {
 } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import type { SpanExporter } from '@opentelemetry/sdk-trace';
+import type { Logger } from 'pino';
 import type { TracingSettings } from './tracing-env';
 
 /** A service's tracer, and how to flush what it has recorded. */
@@ -37,6 +40,11 @@ export interface TracingOptions {
   readonly now?: () => number;
   /** Where spans go instead of OTLP (tests). */
   readonly exporter?: SpanExporter;
+}
+
+/** {@link TracingOptions.onExportFailure} as both services log it: one warning per report. */
+export function logExportFailures(logger: Logger): NonNullable<TracingOptions['onExportFailure']> {
+  return (failures, error) => logger.warn({ failures, err: error }, 'trace export failed; spans are dropped until the collector answers');
 }
 
 /** Shortest time between two reports of failed exports. */
@@ -103,6 +111,16 @@ class PropagatingTracer implements Tracer {
 export const NON_RECORDING_TRACER: Tracer = new PropagatingTracer();
 
 const NON_RECORDING: Tracing = { tracer: NON_RECORDING_TRACER, shutdown: () => Promise.resolve() };
+
+/**
+ * A client span, child of `parent`, for a call made on its behalf (the pet service, an upstream, a
+ * store operation); undefined when `parent` is not recorded, the callee then being told of `parent`
+ * itself. `attributes` should be made once where they can be: they are read only for a recorded span.
+ */
+export function startChildSpan(tracer: Tracer, parent: Span, name: string, attributes: Attributes): Span | undefined {
+  if (!parent.isRecording()) return undefined;
+  return tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes }, trace.setSpan(ROOT_CONTEXT, parent));
+}
 
 /** W3C Trace Context (`traceparent`, `tracestate`): the one propagation format both services speak. */
 export const TRACE_CONTEXT = new W3CTraceContextPropagator();

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { type Attributes, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
+import { type Attributes, type Span, SpanKind, SpanStatusCode, type Tracer } from '@opentelemetry/api';
 import { extractTraceContext } from '@petstore/runtime';
 import {
   ATTR_CLIENT_ADDRESS,
@@ -87,14 +87,4 @@ export function endRequestSpan(span: Span, request: IncomingMessage, outcome: Re
   }
   span.setAttributes(attributes);
   span.end();
-}
-
-/**
- * A client span, child of the request's span, for a call the request makes (the pet service, an
- * upstream); undefined when the request's span is not recorded, the callee then being told of the
- * request's span as its parent.
- */
-export function startCallSpan(tracer: Tracer, parent: Span, name: string, attributes: Attributes): Span | undefined {
-  if (!parent.isRecording()) return undefined;
-  return tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes }, trace.setSpan(ROOT_CONTEXT, parent));
 }

@@ -1,16 +1,21 @@
 import type { Metadata, ServiceError } from '@grpc/grpc-js';
 import { status as Status } from '@grpc/grpc-js';
-import { type Span, SpanStatusCode, type Tracer } from '@opentelemetry/api';
+import { type Attributes, type Span, SpanStatusCode, type Tracer } from '@opentelemetry/api';
 import { ATTR_RPC_METHOD, ATTR_RPC_STATUS_CODE, ATTR_RPC_SYSTEM_NAME } from '@opentelemetry/semantic-conventions';
 import { callMetadata, type CallMetadataValues, PET_SERVICE_NAME, type PetServiceMethod } from '@petstore/proto';
-import { traceHeaders } from '@petstore/runtime';
-import { startCallSpan } from '../observability/request-tracing';
+import { startChildSpan, traceHeaders } from '@petstore/runtime';
 
-/** The fully qualified gRPC method names, as spans name them; made once. */
-const RPC_METHODS: Record<PetServiceMethod, string> = {
-  ListPets: `${PET_SERVICE_NAME}/ListPets`,
-  CreatePet: `${PET_SERVICE_NAME}/CreatePet`,
-  GetPet: `${PET_SERVICE_NAME}/GetPet`,
+/** A method's fully qualified name, as its spans are named, and their attributes. */
+function rpcSpan(method: PetServiceMethod): { readonly name: string; readonly attributes: Attributes } {
+  const name = `${PET_SERVICE_NAME}/${method}`;
+  return { name, attributes: { [ATTR_RPC_SYSTEM_NAME]: 'grpc', [ATTR_RPC_METHOD]: name } };
+}
+
+/** Made once: a call that is not traced allocates nothing for its span. */
+const RPC_SPANS: Record<PetServiceMethod, ReturnType<typeof rpcSpan>> = {
+  ListPets: rpcSpan('ListPets'),
+  CreatePet: rpcSpan('CreatePet'),
+  GetPet: rpcSpan('GetPet'),
 };
 
 /**
@@ -25,8 +30,8 @@ export function tracedCall<T>(
   values: CallMetadataValues,
   send: (metadata: Metadata) => Promise<T>,
 ): Promise<T> {
-  const name = RPC_METHODS[method];
-  const span = startCallSpan(tracer, parent, name, { [ATTR_RPC_SYSTEM_NAME]: 'grpc', [ATTR_RPC_METHOD]: name });
+  const { name, attributes } = RPC_SPANS[method];
+  const span = startChildSpan(tracer, parent, name, attributes);
   const metadata = callMetadata({ ...values, ...traceHeaders(span ?? parent) });
   if (span === undefined) return send(metadata);
   return send(metadata).then(

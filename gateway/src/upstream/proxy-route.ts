@@ -9,14 +9,13 @@ import {
   ATTR_SERVER_PORT,
   ATTR_URL_FULL,
 } from '@opentelemetry/semantic-conventions';
-import { NON_RECORDING_TRACER, traceHeaders } from '@petstore/runtime';
+import { NON_RECORDING_TRACER, startChildSpan, traceHeaders } from '@petstore/runtime';
 import type { Request, RequestHandler, Response } from 'express';
 import { createProxyMiddleware, type Plugin, proxyEventsPlugin } from 'http-proxy-middleware';
 import type { Logger } from 'pino';
 import { contextOf } from '../edge/request-context';
 import { ApiError } from '../http/api-error';
 import { sendApiError } from '../http/error-handler';
-import { startCallSpan } from '../observability/request-tracing';
 import { BodyLimit } from './body-limit';
 import { forwardHeaders } from './forwarded-headers';
 import { connectionOptions, isHopByHop } from './hop-by-hop';
@@ -192,12 +191,15 @@ class UpstreamCalls {
   /** Sets the trace fields of the upstream request, whose headers `request`'s are (see forwardHeaders). */
   start(request: Request, route: ProxyRoute, parent: Span): void {
     const { upstream } = route;
-    const span = startCallSpan(this.tracer, parent, request.method, {
-      [ATTR_HTTP_REQUEST_METHOD]: request.method,
-      [ATTR_SERVER_ADDRESS]: upstream.hostname,
-      [ATTR_SERVER_PORT]: upstream.port === '' ? 80 : Number(upstream.port),
-      [ATTR_URL_FULL]: `${upstream.origin}${upstream.pathname.replace(/\/$/, '')}${request.url.split('?')[0]}`,
-    });
+    // The attributes are built only for a recorded span: an untraced request pays nothing for them.
+    const span = parent.isRecording()
+      ? startChildSpan(this.tracer, parent, request.method, {
+          [ATTR_HTTP_REQUEST_METHOD]: request.method,
+          [ATTR_SERVER_ADDRESS]: upstream.hostname,
+          [ATTR_SERVER_PORT]: upstream.port === '' ? 80 : Number(upstream.port),
+          [ATTR_URL_FULL]: `${upstream.origin}${upstream.pathname.replace(/\/$/, '')}${request.url.split('?')[0]}`,
+        })
+      : undefined;
     const { traceparent, tracestate } = traceHeaders(span ?? parent);
     const { headers } = request;
     delete headers.tracestate;
@@ -214,8 +216,10 @@ class UpstreamCalls {
     this.spans.delete(request);
     if (typeof outcome === 'number') {
       span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, outcome);
-      if (outcome >= 400) span.setAttribute(ATTR_ERROR_TYPE, String(outcome));
-      if (outcome >= 400) span.setStatus({ code: SpanStatusCode.ERROR });
+      if (outcome >= 400) {
+        span.setAttribute(ATTR_ERROR_TYPE, String(outcome));
+        span.setStatus({ code: SpanStatusCode.ERROR });
+      }
     } else {
       span.setAttribute(ATTR_ERROR_TYPE, outcome);
       span.setStatus({ code: SpanStatusCode.ERROR });

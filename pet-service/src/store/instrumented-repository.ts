@@ -1,5 +1,5 @@
 import { status as Status } from '@grpc/grpc-js';
-import { type Attributes, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
+import { type Attributes, type Span, SpanStatusCode, type Tracer } from '@opentelemetry/api';
 import {
   ATTR_DB_COLLECTION_NAME,
   ATTR_DB_NAMESPACE,
@@ -7,7 +7,7 @@ import {
   ATTR_DB_SYSTEM_NAME,
   ATTR_ERROR_TYPE,
 } from '@opentelemetry/semantic-conventions';
-import { NON_RECORDING_TRACER } from '@petstore/runtime';
+import { NON_RECORDING_TRACER, startChildSpan } from '@petstore/runtime';
 import type { PetServiceMetrics } from '../observability/metrics';
 import { PetServiceError } from '../pets/pet-service-error';
 import type { IdempotencyClaim } from '../pets/idempotency';
@@ -31,6 +31,13 @@ export interface StoreDescription {
 /** Each operation's `db.operation.name` on the `pets` collection, which every one reads or writes. */
 const DB_OPERATIONS: Record<Operation, string> = { create: 'insert', get: 'find', list: 'find', ping: 'ping' };
 const PETS_COLLECTION = 'pets';
+/** Each operation's span name, `{db.operation.name} {db.collection.name}`; made once. */
+const SPAN_NAMES: Record<Operation, string> = {
+  create: `${DB_OPERATIONS.create} ${PETS_COLLECTION}`,
+  get: `${DB_OPERATIONS.get} ${PETS_COLLECTION}`,
+  list: `${DB_OPERATIONS.list} ${PETS_COLLECTION}`,
+  ping: `${DB_OPERATIONS.ping} ${PETS_COLLECTION}`,
+};
 
 /**
  * Wraps a store so every operation is counted and timed, by outcome, and knows which are still
@@ -92,14 +99,7 @@ export class InstrumentedRepository implements PetRepository {
   private async observe<T>(operation: Operation, run: () => Promise<T>, parent?: Span): Promise<T> {
     const start = process.hrtime.bigint();
     let outcome: 'ok' | 'error' = 'error';
-    const span =
-      parent?.isRecording() === true
-        ? this.tracer.startSpan(
-            `${DB_OPERATIONS[operation]} ${PETS_COLLECTION}`,
-            { kind: SpanKind.CLIENT, attributes: this.spanAttributes[operation] },
-            trace.setSpan(ROOT_CONTEXT, parent),
-          )
-        : undefined;
+    const span = parent === undefined ? undefined : startChildSpan(this.tracer, parent, SPAN_NAMES[operation], this.spanAttributes[operation]);
     this.running += 1;
     try {
       const result = await run();
