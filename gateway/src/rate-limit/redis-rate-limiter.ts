@@ -26,8 +26,21 @@ export interface RedisRateLimiterOptions {
   readonly banRecheckMs?: number;
 }
 
-/** The script, defined once per number of keys (see {@link scriptFor}). */
+/** The script, defined once per number of windows (see {@link scriptName}). */
 type ScriptedRedis = Record<string, (...keysAndArgs: (string | number)[]) => Promise<number[]>>;
+
+/** Most windows a policy may have here: the script is defined up front for each count up to this. */
+export const MAX_POLICY_WINDOWS = 4;
+
+/**
+ * The script's command name for a policy of `windows` windows, defined with its number of keys so
+ * that a key comes first among the arguments: a Cluster client groups auto-pipelined commands by
+ * their first argument's slot, and a leading key count would put every script in the slot of "5",
+ * where a pipeline mixing other nodes' keys is refused.
+ */
+function scriptName(windows: number): string {
+  return `rateLimit${windows}`;
+}
 
 /** Counters outlive their window by this much, so a replica whose clock lags a little still finds them. */
 const EXPIRY_SLACK_MS = 60_000;
@@ -48,7 +61,6 @@ function banKey(subject: string): string {
 export class RedisRateLimiter implements RateLimiter {
   private readonly redis: RedisClient;
   private readonly scripted: ScriptedRedis;
-  private readonly scripts = new Map<number, string>();
   private readonly now: () => number;
   private readonly bans: BanCache;
   private readonly bucket: WindowBucket;
@@ -58,10 +70,19 @@ export class RedisRateLimiter implements RateLimiter {
     this.scripted = this.redis as unknown as ScriptedRedis;
     this.now = options.now;
     this.bans = new BanCache(options.banRecheckMs ?? 1000);
-    this.bucket = createWindowBucket({
-      create: (points, duration) => new RateLimiterRedis({ storeClient: this.redis, points, duration, keyPrefix: '' }),
-      expirySlackSeconds: EXPIRY_SLACK_MS / 1000,
-    });
+    const createLibraryLimiter = (points: number, duration: number): RateLimiterRedis =>
+      new RateLimiterRedis({ storeClient: this.redis, points, duration, keyPrefix: '' });
+    this.bucket = createWindowBucket({ create: createLibraryLimiter, expirySlackSeconds: EXPIRY_SLACK_MS / 1000 });
+    // Every command is defined before the first is sent. ioredis copies a client's defined commands
+    // into an auto-pipeline when it opens one; a command defined later in the same turn is missing
+    // from it, and the pipeline's replies then reach the wrong callbacks, one of which throws
+    // outside any promise and ends the process (https://github.com/redis/ioredis/issues/1931).
+    // The library defines its script when a limiter is constructed, so one is, here.
+    for (let windows = 1; windows <= MAX_POLICY_WINDOWS; windows += 1) {
+      this.redis.defineCommand(scriptName(windows), { lua: RATE_LIMIT_LUA, numberOfKeys: 1 + 2 * windows });
+    }
+    createLibraryLimiter(1, 1);
+    sealCommands(this.redis);
   }
 
   /** Whether the connection is up; while it is not, commands would fail at once. */
@@ -84,7 +105,9 @@ export class RedisRateLimiter implements RateLimiter {
       windowArgs.push(window.limit, windowEnd(window, now) - now + EXPIRY_SLACK_MS);
     }
     const banMs = (policy.ban?.seconds ?? 0) * 1000;
-    const reply = await this.scripted[this.scriptFor(keys.length)]!(
+    const script = scriptName(policy.windows.length);
+    if (this.scripted[script] === undefined) throw new RangeError(`a policy has at most ${MAX_POLICY_WINDOWS} windows, not ${policy.windows.length}`);
+    const reply = await this.scripted[script](
       ...keys,
       now,
       policy.ban?.threshold ?? 0,
@@ -128,20 +151,17 @@ export class RedisRateLimiter implements RateLimiter {
   async close(): Promise<void> {
     await closeRedis(this.redis);
   }
+}
 
-  /**
-   * The script's command name for `keyCount` keys, defined with that count so that a key comes
-   * first among the arguments: a Cluster client groups auto-pipelined commands by their first
-   * argument's slot, and a leading key count would put every script in the slot of "5", where a
-   * pipeline mixing other nodes' keys is refused.
-   */
-  private scriptFor(keyCount: number): string {
-    let name = this.scripts.get(keyCount);
-    if (name === undefined) {
-      name = `rateLimit${keyCount}`;
-      this.redis.defineCommand(name, { lua: RATE_LIMIT_LUA, numberOfKeys: keyCount });
-      this.scripts.set(keyCount, name);
-    }
-    return name;
-  }
+/**
+ * Makes a later `defineCommand` of a new name on `redis` throw at once, before anything is queued
+ * (see the constructor of {@link RedisRateLimiter}), and one of a name already defined keep the
+ * definition in force: rate-limiter-flexible defines its script again for each limiter it makes.
+ */
+function sealCommands(redis: RedisClient): void {
+  const defined = redis as unknown as Record<string, unknown>;
+  redis.defineCommand = (name: string): void => {
+    if (typeof defined[name] === 'function') return;
+    throw new Error(`Redis command ${name} must be defined before the client's first command (https://github.com/redis/ioredis/issues/1931)`);
+  };
 }
