@@ -6,7 +6,7 @@ import { stringify } from 'yaml';
 import { sha256Hex } from '../gateway/src/keys/api-keys';
 import { freePort, type RedisServer, startRedisOrSkip } from './support/redis-server';
 import { type ServiceProcess, startService } from './support/service-process';
-import { waitFor } from './support/wait-for';
+import { pollEndpoints } from './support/endpoints';
 
 /**
  * A Deployment's rolling update, played on loopback: 2 gateways sharing a real Redis, 2 pet-service
@@ -23,10 +23,6 @@ const PRESTOP_PAUSE_MS = 1000;
 const DRAIN_DELAY_MS = 1000;
 /** Endpoint propagation in the test: far below the drain delay, as it must be in a cluster. */
 const READINESS_POLL_MS = 50;
-/**
- * Polls without an answer in time, in a row, before a gateway leaves (a loaded machine can be slow
- * to answer); an answer other than 200 takes it out at once.
- */
 const READINESS_FAILURE_THRESHOLD = 3;
 const READINESS_TIMEOUT_MS = 1000;
 const LOAD_WORKERS = 8;
@@ -137,45 +133,19 @@ async function startCluster(redisUrl: string, keysFile: string, shutdownDelayMs:
   const pets = await Promise.all([0, 1].map(startPet));
   const gateways = await Promise.all([0, 1].map(startGateway));
 
-  // The Service's endpoints: /readyz polled on every gateway, each poll a numbered round; a
-  // gateway joins on a 200, leaves on any other answer or after READINESS_FAILURE_THRESHOLD polls
-  // in a row without one, and is out while it is being taken out.
-  const readyInRound = new Map<number, number>();
-  const failures = new Map<number, number>();
-  const takenOut = new Set<number>();
-  let round = 0;
-  let polling = true;
-  const poll = async (): Promise<void> => {
-    while (polling) {
-      const thisRound = ++round;
-      await Promise.all(
-        gatewayPorts.map(async ({ adminPort }, index) => {
-          const status = await fetch(`http://127.0.0.1:${adminPort}/readyz`, { signal: AbortSignal.timeout(READINESS_TIMEOUT_MS) }).then(
-            (response) => response.status,
-            (error: Error) => (error.name === 'TimeoutError' ? 'silent' : 'refused'),
-          );
-          const silent = status === 'silent' ? (failures.get(index) ?? 0) + 1 : 0;
-          failures.set(index, silent);
-          if (status === 200) readyInRound.set(index, thisRound);
-          else if (status !== 'silent' || silent >= READINESS_FAILURE_THRESHOLD) readyInRound.delete(index);
-        }),
-      );
-      await new Promise((resolve) => setTimeout(resolve, READINESS_POLL_MS));
-    }
-  };
-  const poller = poll();
-  /** Until a poll begun after now finds the gateway ready: never on a stale answer. */
-  const becameReady = (index: number): Promise<void> => {
-    const after = round;
-    return waitFor(async () => (readyInRound.get(index) ?? 0) > after, 10_000);
-  };
-  await Promise.all([0, 1].map(becameReady));
+  // The Service's endpoints: a gateway joins on a 200 from /readyz and leaves on any other answer.
+  const endpoints = pollEndpoints(() => gatewayPorts.map(({ adminPort }) => adminPort), {
+    pollMs: READINESS_POLL_MS,
+    failureThreshold: READINESS_FAILURE_THRESHOLD,
+    timeoutMs: READINESS_TIMEOUT_MS,
+  });
+  await Promise.all([0, 1].map((index) => endpoints.becameReady(index)));
 
   const served = (pet: ServiceProcess, gateway: number) => (line: Record<string, unknown>) =>
     line.msg === 'grpc call' && String(line.requestId).startsWith(`g${gateway}-`);
 
   return {
-    endpoints: () => [...readyInRound.keys()].filter((index) => !takenOut.has(index)),
+    endpoints: () => endpoints.ready(),
     urls: () => gatewayPorts.map(({ port }) => `http://127.0.0.1:${port}`),
     async restartPetServices() {
       for (const index of [0, 1]) {
@@ -191,18 +161,17 @@ async function startCluster(redisUrl: string, keysFile: string, shutdownDelayMs:
         // With a preStop pause the pod leaves the endpoints first, and its replacement joins
         // them once ready; without one, only its failing /readyz takes it out.
         if (preStopPauseMs > 0) {
-          takenOut.add(index);
+          endpoints.takeOut(index);
           await new Promise((resolve) => setTimeout(resolve, preStopPauseMs));
         }
         expect(await gateways[index]!.stop('SIGTERM'), `gateway ${index} exit code`).to.equal(0);
         gateways[index] = await startGateway(index);
-        await becameReady(index);
-        takenOut.delete(index);
+        await endpoints.becameReady(index);
+        endpoints.putBack(index);
       }
     },
     async stop() {
-      polling = false;
-      await poller;
+      await endpoints.stop();
       await Promise.all([...gateways, ...pets].map((service) => service.stop()));
     },
   };

@@ -18,6 +18,8 @@ export interface MongoServer {
   readonly uri: string;
   /** What answers: `external` (MONGODB_URI) or `ferretdb`. */
   readonly kind: 'external' | 'ferretdb';
+  /** The FerretDB process while it runs; undefined for an external server. */
+  readonly pid?: number;
   /** A database name no other test uses, so counters and indexes start empty. */
   freshDatabase(): string;
   /** Stops the server; its data stays on disk. Only for `ferretdb`. */
@@ -66,7 +68,8 @@ function externalServer(uri: string): MongoServer {
   return { uri, kind: 'external', freshDatabase, stop: refuse, restart: refuse, close: async () => undefined };
 }
 
-async function startFerretDb(binary: string): Promise<MongoServer> {
+/** A private FerretDB on a free loopback port, with its SQLite handler and a data directory of its own. */
+export async function startFerretDb(binary: string): Promise<MongoServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'petstore-ferretdb-'));
   let lastError: unknown;
   // The free port is found by binding and releasing it; another process could take it meanwhile.
@@ -83,6 +86,9 @@ async function startFerretDb(binary: string): Promise<MongoServer> {
       return {
         uri,
         kind: 'ferretdb',
+        get pid() {
+          return child?.pid;
+        },
         freshDatabase,
         stop,
         async restart() {

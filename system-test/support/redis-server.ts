@@ -11,8 +11,8 @@ export interface RedisServer {
   readonly url: string;
   /** The running server's process id (it changes on restart). */
   readonly pid: number;
-  /** Stops the server (its data is gone: nothing is persisted). */
-  stop(): Promise<void>;
+  /** Stops the server with `signal` (default SIGTERM); its data is gone: nothing is persisted. */
+  stop(signal?: NodeJS.Signals): Promise<void>;
   /** Starts it again on the same port. */
   restart(): Promise<void>;
 }
@@ -57,8 +57,8 @@ export async function startRedisServer(binary: string, port?: number, options: R
         get pid() {
           return child.pid!;
         },
-        stop: async () => {
-          await stopChild(child);
+        stop: async (signal) => {
+          await stopChild(child, signal);
         },
         async restart() {
           await stopChild(child);

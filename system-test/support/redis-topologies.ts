@@ -19,6 +19,8 @@ export interface RedisClusterServers {
   readonly nodes: readonly RedisServer[];
   /** `REDIS_CLUSTER_NODES` for it: every node, as `127.0.0.1:<port>`. */
   readonly seeds: string;
+  /** Whether every node reports `cluster_state:ok` (false while one does not answer). */
+  healthy(): Promise<boolean>;
   stop(): Promise<void>;
 }
 
@@ -44,7 +46,7 @@ export interface Binaries {
 const MISSING = 'redis-server or redis-cli not found (install Debian package redis-server, or set REDIS_SERVER_BIN and REDIS_CLI_BIN)';
 
 /** redis-server and redis-cli (Debian's redis-server package brings both), if installed. */
-function findBinaries(): Binaries | undefined {
+export function findBinaries(): Binaries | undefined {
   const server = findRedisServer();
   const cli = findExecutable('REDIS_CLI_BIN', 'redis-cli', '/usr/bin/redis-cli');
   return server === undefined || cli === undefined ? undefined : { server, cli };
@@ -93,10 +95,12 @@ export async function startRedisCluster(binaries: Binaries | undefined = findBin
     }
     const addresses = nodes.map((node) => `127.0.0.1:${node.port}`);
     await run(binaries.cli, ['--cluster', 'create', ...addresses, '--cluster-replicas', '0', '--cluster-yes'], { timeout: SETTLE_TIMEOUT_MS });
-    await waitFor(orFalse(async () => (await Promise.all(nodes.map((node) => clusterState(node.port)))).every((state) => state === 'ok')), SETTLE_TIMEOUT_MS);
+    const healthy = orFalse(async () => (await Promise.all(nodes.map((node) => clusterState(node.port)))).every((state) => state === 'ok'));
+    await waitFor(healthy, SETTLE_TIMEOUT_MS);
     return {
       nodes,
       seeds: addresses.join(','),
+      healthy,
       stop: () => stopAndRemove(nodes, dir),
     };
   } catch (error) {
@@ -130,9 +134,14 @@ export interface SentinelOptions {
  * and resolves once each Sentinel knows the replica and the two other Sentinels: before that, a
  * failover could not be agreed on.
  */
-export async function startRedisSentinelOrSkip(context: Context, options: SentinelOptions): Promise<RedisSentinelServers> {
+export function startRedisSentinelOrSkip(context: Context, options: SentinelOptions): Promise<RedisSentinelServers> {
+  return startRedisSentinel(binariesOrSkip(context), options);
+}
+
+/** {@link startRedisSentinelOrSkip} outside a suite: throws without the binaries. */
+export async function startRedisSentinel(binaries: Binaries | undefined, options: SentinelOptions): Promise<RedisSentinelServers> {
+  if (binaries === undefined) throw new Error(MISSING);
   const { downAfterMs, dataPassword, sentinelPassword } = options;
-  const binaries = binariesOrSkip(context);
   const masterName = 'petstore-limits';
   const dir = mkdtempSync(join(tmpdir(), 'redis-sentinel-'));
   const started: RedisServer[] = [];
