@@ -19,7 +19,7 @@ export type CorsOrigins = '*' | readonly string[];
 
 /**
  * How a process counts while Redis is out: `split`, its share of every limit, so that the processes
- * together keep about the shared limit; `full`, every limit on every process (docs/rate-limits.md#when-redis-is-down).
+ * together keep about the shared limit; `full`, every limit on every process (docs/rate-limits.md#when-redis-is-down-each-process-enforces-its-share).
  */
 export type FallbackMode = 'split' | 'full';
 

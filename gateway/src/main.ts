@@ -88,7 +88,7 @@ async function createLimiter(config: GatewayConfig, logger: Logger, counts: bool
     log: ({ msg, usingFallback, error }) => {
       metrics?.rateLimiterFallback.set(usingFallback ? 1 : 0);
       if (!usingFallback) monitor.clear();
-      // The share of each limit this process enforces meanwhile (docs/rate-limits.md#when-redis-is-down).
+      // The share of each limit this process enforces meanwhile (docs/rate-limits.md#when-redis-is-down-each-process-enforces-its-share).
       logger.warn(usingFallback ? { error, splitOver: heartbeat?.replicas ?? 1 } : {}, msg);
     },
     onError: (error) => monitor.report(error),
