@@ -17,6 +17,12 @@ export type TrustProxy = boolean | number | readonly string[];
 /** CORS_ORIGINS as parsed here: exact origins, or `*` for any (development only). */
 export type CorsOrigins = '*' | readonly string[];
 
+/**
+ * How a process counts while Redis is out: `split`, its share of every limit, so that the processes
+ * together keep about the shared limit; `full`, every limit on every process (docs/rate-limits.md#when-redis-is-down-each-process-enforces-its-share).
+ */
+export type FallbackMode = 'split' | 'full';
+
 /** The ids a keys file may hold; METRICS_KEY_IDS names keys by them. */
 export const KEY_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -35,6 +41,13 @@ export interface GatewayConfig extends ServiceSettings {
   readonly redisCommandTimeoutMs: number;
   /** Longest startup wait for Redis before serving with in-memory counters. */
   readonly redisStartupWaitMs: number;
+  /** How limits are counted while Redis is out (RATE_LIMIT_FALLBACK). */
+  readonly fallbackMode: FallbackMode;
+  /**
+   * Gateway replicas to assume until the heartbeat in Redis has given a count (a gateway that
+   * starts during an outage); each runs `workers` counting processes. Undefined: this one alone.
+   */
+  readonly fallbackReplicas: number | undefined;
   readonly banThreshold: number;
   readonly banSeconds: number;
   readonly unauthenticatedPerMinute: number;
@@ -113,6 +126,20 @@ const endpointList = makeValidator<readonly RedisEndpoint[]>((input) => {
 const redisUrl = makeValidator<string>((input) => {
   if (input !== '') requireUrlScheme(input, ['redis:', 'rediss:'], 'must be a redis:// or rediss:// URL');
   return input;
+});
+
+/** Most gateway replicas RATE_LIMIT_FALLBACK_REPLICAS may name. */
+const MAX_FALLBACK_REPLICAS = 10_000;
+
+/** Empty (read as 0: none given), or a replica count from 1 to {@link MAX_FALLBACK_REPLICAS}. */
+const replicaCount = makeValidator<number>((input) => {
+  const text = input.trim();
+  if (text === '') return 0;
+  const count = Number(text);
+  if (!/^[0-9]+$/.test(text) || count < 1 || count > MAX_FALLBACK_REPLICAS) {
+    throw new EnvError(`must be empty or a whole number from 1 to ${MAX_FALLBACK_REPLICAS}`);
+  }
+  return count;
 });
 
 /** Empty, or a secret long enough not to be guessed. */
@@ -244,6 +271,15 @@ function environmentSpec(defaultKeysFile: string) {
     REDIS_SENTINEL_PASSWORD: str({ default: '', desc: 'Password of the Sentinels, when they require one' }),
     REDIS_COMMAND_TIMEOUT_MS: positiveInteger({ default: 200, desc: 'Longest wait for Redis before a request falls back' }),
     REDIS_STARTUP_WAIT_MS: num({ default: 3000, desc: 'Longest startup wait for Redis; then serve with the fallback' }),
+    RATE_LIMIT_FALLBACK: str({
+      default: 'split',
+      choices: ['split', 'full'],
+      desc: 'While Redis is out: split each limit over the counting processes (split), or enforce it whole on each (full)',
+    }),
+    RATE_LIMIT_FALLBACK_REPLICAS: replicaCount({
+      default: 0,
+      desc: 'Gateway replicas to assume while no heartbeat was seen in Redis (a start during an outage); empty: this one',
+    }),
     BAN_THRESHOLD: positiveInteger({ default: 10, desc: 'Requests tolerated while limited before a ban' }),
     BAN_SECONDS: positiveInteger({ default: 900, desc: 'Length of a temporary ban' }),
     UNAUTHENTICATED_PER_MINUTE: positiveInteger({ default: 60, desc: 'Per client IP, requests without a valid key' }),
@@ -358,6 +394,15 @@ export function parseConfig(
       'GATEWAY_WORKERS: more than 1 needs REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS, so that every worker counts against the same limits',
     );
   }
+  const fallbackReplicas = parsed.RATE_LIMIT_FALLBACK_REPLICAS === 0 ? undefined : parsed.RATE_LIMIT_FALLBACK_REPLICAS;
+  // Both describe the fallback of shared counters: without Redis they would be silently ignored.
+  const fallbackSetting = fallbackReplicas !== undefined ? 'RATE_LIMIT_FALLBACK_REPLICAS' : parsed.RATE_LIMIT_FALLBACK === 'full' ? 'RATE_LIMIT_FALLBACK' : undefined;
+  if (fallbackSetting !== undefined && redis === undefined) {
+    throw new ConfigError(`${fallbackSetting}: applies only with REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS (it says how their outage is counted)`);
+  }
+  if (fallbackReplicas !== undefined && parsed.RATE_LIMIT_FALLBACK === 'full') {
+    throw new ConfigError('RATE_LIMIT_FALLBACK_REPLICAS: applies only with RATE_LIMIT_FALLBACK=split');
+  }
   const shared = serviceSettings(parsed, env, 'gateway', prettyAvailable);
   return Object.freeze({
     ...shared,
@@ -370,6 +415,8 @@ export function parseConfig(
     redis,
     redisCommandTimeoutMs: parsed.REDIS_COMMAND_TIMEOUT_MS,
     redisStartupWaitMs: parsed.REDIS_STARTUP_WAIT_MS,
+    fallbackMode: parsed.RATE_LIMIT_FALLBACK as FallbackMode,
+    fallbackReplicas,
     banThreshold: parsed.BAN_THRESHOLD,
     banSeconds: parsed.BAN_SECONDS,
     unauthenticatedPerMinute: parsed.UNAUTHENTICATED_PER_MINUTE,

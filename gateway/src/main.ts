@@ -19,6 +19,7 @@ import { petServiceHealthCheck, type ReadinessCheck } from './pet-service-client
 import { checkAtStartup, connectRedis, disconnectRedis } from './rate-limit/redis-connection';
 import { createMisconfigurationMonitor } from './rate-limit/redis-misconfiguration';
 import { RedisRateLimiter } from './rate-limit/redis-rate-limiter';
+import { ReplicaHeartbeat } from './rate-limit/replica-heartbeat';
 import { startWorkerPool } from './cluster/worker-pool';
 import { loadRoutesFile, type ProxyRoute } from './upstream/routes-file';
 import { upstreamChecks } from './upstream/upstream-readiness';
@@ -42,14 +43,18 @@ interface Limiter {
   readonly limiter: RateLimiter;
   /** Reported by /readyz; never fails readiness (see docs/operations.md). */
   readonly redisCheck?: ReadinessCheck;
+  /** Beating, in a process that counts requests with RATE_LIMIT_FALLBACK=split: stop it before closing the limiter. */
+  readonly heartbeat?: ReplicaHeartbeat;
 }
 
 /**
  * In-memory counters, or Redis with them as the outage fallback. Waits a bounded time for Redis; a
  * Redis that answers but cannot hold the counters (see redis-misconfiguration.ts) is a start-up
- * {@link ConfigError}, and at run time is logged, counted and shown by /readyz.
+ * {@link ConfigError}, and at run time is logged, counted and shown by /readyz. A process that
+ * `counts` requests (not the primary of GATEWAY_WORKERS) joins the heartbeat the fallback splits
+ * the limits by.
  */
-async function createLimiter(config: GatewayConfig, logger: Logger, metrics?: GatewayMetrics): Promise<Limiter> {
+async function createLimiter(config: GatewayConfig, logger: Logger, counts: boolean, metrics?: GatewayMetrics): Promise<Limiter> {
   const memory = new MemoryRateLimiter({ now: Date.now, maxAddresses: config.unauthenticatedMaxAddresses });
   metrics?.countAddressBucketsWith(() => memory.addressBuckets);
   metrics?.rateLimiterFallback.set(0);
@@ -69,18 +74,28 @@ async function createLimiter(config: GatewayConfig, logger: Logger, metrics?: Ga
   if (startup.state === 'unreachable') {
     logger.warn({ waitedMs: config.redisStartupWaitMs }, 'Redis not ready at startup; serving with in-memory counters until it is');
   }
+  const primary = new RedisRateLimiter({ redis, now: Date.now });
+  const heartbeat =
+    config.fallbackMode === 'split'
+      ? new ReplicaHeartbeat({ registry: primary, now: Date.now, initial: (config.fallbackReplicas ?? 1) * config.workers })
+      : undefined;
+  if (heartbeat !== undefined) metrics?.countFallbackReplicasWith(() => heartbeat.replicas);
+  if (counts) heartbeat?.start();
   const limiter = new FallbackRateLimiter({
-    primary: new RedisRateLimiter({ redis, now: Date.now }),
+    primary,
     fallback: memory,
+    ...(heartbeat === undefined ? {} : { replicas: () => heartbeat.replicas }),
     log: ({ msg, usingFallback, error }) => {
       metrics?.rateLimiterFallback.set(usingFallback ? 1 : 0);
       if (!usingFallback) monitor.clear();
-      logger.warn({ error }, msg);
+      // The share of each limit this process enforces meanwhile (docs/rate-limits.md#when-redis-is-down-each-process-enforces-its-share).
+      logger.warn(usingFallback ? { error, splitOver: heartbeat?.replicas ?? 1 } : {}, msg);
     },
     onError: (error) => monitor.report(error),
   });
   return {
     limiter,
+    ...(counts ? { heartbeat } : {}),
     redisCheck: async () => {
       if (monitor.problem !== undefined) throw new Error(`misconfigured, counting in memory on this replica: ${monitor.problem}`);
       if (redis.status !== 'ready' || limiter.usingFallback) throw new Error('degraded: counting in memory on this replica');
@@ -105,7 +120,7 @@ async function serve({ config, apiKeys: initialKeys, routes }: Settings, logger:
   const apiKeys = createKeysFileReloader({ path: config.apiKeysFile, initial: initialKeys, logger, metrics });
   process.on('SIGHUP', () => apiKeys.reload('SIGHUP', true));
   const petClient = createPetClient({ target: config.petServiceAddress, timeoutMs: config.petServiceTimeoutMs, metrics });
-  const { limiter, redisCheck } = await createLimiter(config, logger, metrics);
+  const { limiter, redisCheck, heartbeat } = await createLimiter(config, logger, true, metrics);
   const tracing = createTracing(config.tracing, { onExportFailure: logExportFailures(logger) });
   let draining = false;
   const app = createApp({
@@ -152,6 +167,7 @@ async function serve({ config, apiKeys: initialKeys, routes }: Settings, logger:
       await closeGracefully(publicServer.server);
       apiKeys.close();
       petClient.close();
+      await heartbeat?.stop();
       await limiter.close();
       if (adminServer !== undefined) await closeGracefully(adminServer.server);
       await tracing.shutdown();
@@ -233,7 +249,7 @@ async function supervise({ config, apiKeys: initialKeys, routes }: Settings, log
   const petClient = createPetClient({ target: config.petServiceAddress, timeoutMs: config.petServiceTimeoutMs });
   // Awaited together, so a worker that dies while Redis is awaited is a start-up failure, not an
   // unhandled rejection.
-  const [port, { limiter, redisCheck }] = await Promise.all([pool.listening, createLimiter(config, logger)]);
+  const [port, { limiter, redisCheck }] = await Promise.all([pool.listening, createLimiter(config, logger, false)]);
   let draining = false;
   const adminServer = await listenAdmin(config, logger, port, {
     routes,

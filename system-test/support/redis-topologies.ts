@@ -69,6 +69,21 @@ export function clusterTarget(cluster: RedisClusterServers): RedisTarget {
   };
 }
 
+/** What the gateway's config makes of `REDIS_SENTINELS` naming every Sentinel of `servers`, with the passwords they were started with. */
+export function sentinelTarget(servers: RedisSentinelServers, passwords: Pick<SentinelOptions, 'dataPassword' | 'sentinelPassword'>): RedisTarget {
+  return {
+    kind: 'sentinel',
+    variable: 'REDIS_SENTINELS',
+    sentinels: servers.sentinels.map((sentinel) => ({ host: '127.0.0.1', port: sentinel.port })),
+    masterName: servers.masterName,
+    username: undefined,
+    password: passwords.dataPassword,
+    sentinelUsername: undefined,
+    sentinelPassword: passwords.sentinelPassword,
+    tls: false,
+  };
+}
+
 /** {@link startRedisCluster} for a suite: pending without the binaries (failing under REQUIRE_REDIS=1). */
 export function startRedisClusterOrSkip(context: Context, masters = 3): Promise<RedisClusterServers> {
   return startRedisCluster(binariesOrSkip(context), masters);

@@ -69,6 +69,8 @@ export interface BurstResult {
   readonly codes: string[];
   /** X-RateLimit-Reset of every response: one value when the burst stayed in one minute. */
   readonly resets: Set<string>;
+  /** X-RateLimit-Limit of every admitted response: the limit the gateway that answered enforced. */
+  readonly limits: Set<string>;
 }
 
 /** `count` concurrent GET /v1/pets with one key, spread round-robin over `urls`, each checked against the OpenAPI document. */
@@ -81,13 +83,15 @@ export async function burst(urls: readonly string[], keyId: string, count: numbe
   const statuses: number[] = [];
   const codes: string[] = [];
   const resets = new Set<string>();
+  const limits = new Set<string>();
   for (const response of responses) {
     statuses.push(response.status);
     const body = (await response.json()) as { code?: string };
     codes.push(response.status === 200 ? 'ok' : (body.code ?? '?'));
     if (response.status === 200 || codes.at(-1) === 'rate_limited') resets.add(response.headers.get('x-ratelimit-reset') ?? '');
+    if (response.status === 200) limits.add(response.headers.get('x-ratelimit-limit') ?? '');
   }
-  return { statuses, codes, resets };
+  return { statuses, codes, resets, limits };
 }
 
 /**

@@ -21,6 +21,10 @@ export interface GatewayMetrics {
   readonly rateLimiterAddressBuckets: Gauge;
   /** Names where {@link GatewayMetrics.rateLimiterAddressBuckets} is read; 0 until called. */
   countAddressBucketsWith(count: () => number): void;
+  /** Counting processes each limit is split over while Redis is out (1: not split), read at every scrape. */
+  readonly rateLimiterFallbackReplicas: Gauge;
+  /** Names where {@link GatewayMetrics.rateLimiterFallbackReplicas} is read; 1 until called. */
+  countFallbackReplicasWith(count: () => number): void;
   readonly grpcClientCalls: Counter<'method' | 'code'>;
   readonly grpcClientCallSeconds: Histogram<'method' | 'code'>;
   /** Key ids in the active keys file, expired and revoked ones included. */
@@ -37,6 +41,7 @@ export function createMetrics(): GatewayMetrics {
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
   let addressBuckets = (): number => 0;
+  let fallbackReplicas = (): number => 1;
   return {
     registry,
     httpRequests: new Counter({
@@ -99,6 +104,19 @@ export function createMetrics(): GatewayMetrics {
     }),
     countAddressBucketsWith(count) {
       addressBuckets = count;
+    },
+    rateLimiterFallbackReplicas: new Gauge({
+      name: 'rate_limiter_fallback_replicas',
+      help: 'Counting processes (gateway replicas times workers) each limit is split over while Redis is out, from the heartbeat in Redis; 1 with RATE_LIMIT_FALLBACK=full or without Redis.',
+      // With GATEWAY_WORKERS every worker reads the same heartbeat; the primary reports the largest.
+      aggregator: 'max',
+      registers,
+      collect() {
+        this.set(fallbackReplicas());
+      },
+    }),
+    countFallbackReplicasWith(count) {
+      fallbackReplicas = count;
     },
     apiKeysLoaded: new Gauge({
       name: 'api_keys_loaded',

@@ -1,3 +1,4 @@
+import { splitPolicy } from './rate-limit-policy';
 import type { RateLimitDecision, RateLimiter, RateLimitPolicy, RateLimitUsage } from './rate-limiter';
 
 /** A store that can tell, without a round trip, whether a call would fail at once. */
@@ -29,12 +30,27 @@ export interface FallbackRateLimiterOptions {
   readonly pauseAfterErrorMs?: number;
   /** A monotonic clock in ms, for that pause only. Default `performance.now`. */
   readonly monotonicNow?: () => number;
+  /**
+   * How many processes count apart while the shared store is out (read on every request counted
+   * in memory; `ReplicaHeartbeat.replicas`): each then enforces ⌈limit ÷ that⌉ of every
+   * window ({@link splitPolicy}), so that together they keep about the shared limit. Absent: each
+   * enforces the whole limit (RATE_LIMIT_FALLBACK=full).
+   */
+  readonly replicas?: () => number;
+}
+
+/** A policy as split for one count of processes. */
+interface Split {
+  readonly replicas: number;
+  readonly policy: RateLimitPolicy;
 }
 
 /**
  * Uses the shared store while it works and the in-memory one while it does not, so a Redis outage
  * costs exactness across replicas, never availability: no request fails or waits on Redis. Logs the
- * switch each way once, and switches back by itself when the connection is ready again.
+ * switch each way once, and switches back by itself when the connection is ready again. In memory,
+ * each process enforces its share of every limit (see {@link FallbackRateLimiterOptions.replicas}),
+ * and the decisions carry the policy in force, so the headers show the limit this process applies.
  *
  * Not rate-limiter-flexible's `insuranceLimiter`: that sends every request to a hung Redis first
  * (rate-limiter-flexible-limits.test.ts), reports no switch to log or count, and would have to be
@@ -47,6 +63,9 @@ export class FallbackRateLimiter implements RateLimiter {
   private readonly onError: (error: Error) => void;
   private readonly pauseAfterErrorMs: number;
   private readonly monotonicNow: () => number;
+  private readonly replicas: () => number;
+  /** By the policy the caller passed: callers keep theirs (one per key), so this stays small. */
+  private readonly splits = new WeakMap<RateLimitPolicy, Split>();
   private degraded = false;
   private pausedUntil = 0;
 
@@ -57,6 +76,7 @@ export class FallbackRateLimiter implements RateLimiter {
     this.onError = options.onError ?? (() => undefined);
     this.pauseAfterErrorMs = options.pauseAfterErrorMs ?? 1000;
     this.monotonicNow = options.monotonicNow ?? (() => performance.now());
+    this.replicas = options.replicas ?? (() => 1);
   }
 
   /** Whether requests are currently counted in memory. */
@@ -78,13 +98,14 @@ export class FallbackRateLimiter implements RateLimiter {
         this.degrade((error as Error).message);
       }
     }
-    return this.fallback.consume(subject, policy);
+    return this.fallback.consume(subject, this.inForce(policy));
   }
 
   /**
    * The shared store's figures while it answers; else this replica's, as requests are counted
-   * meanwhile (the result's `scope` says which). Reading changes no state: an error here neither
-   * pauses the shared store nor is logged as an outage.
+   * meanwhile, against this replica's share of the limits (the result's `scope` says which).
+   * Reading changes no state: an error here neither pauses the shared store nor is logged as an
+   * outage.
    */
   async usage(subject: string, policy: RateLimitPolicy): Promise<RateLimitUsage> {
     if (this.primary.available && this.monotonicNow() >= this.pausedUntil) {
@@ -94,7 +115,19 @@ export class FallbackRateLimiter implements RateLimiter {
         // Answered below from the counts requests fall back to.
       }
     }
-    return this.fallback.usage(subject, policy);
+    return this.fallback.usage(subject, this.inForce(policy));
+  }
+
+  /** `policy` as this process enforces it while counting in memory. */
+  private inForce(policy: RateLimitPolicy): RateLimitPolicy {
+    const replicas = this.replicas();
+    if (replicas <= 1) return policy;
+    let split = this.splits.get(policy);
+    if (split?.replicas !== replicas) {
+      split = { replicas, policy: splitPolicy(policy, replicas) };
+      this.splits.set(policy, split);
+    }
+    return split.policy;
   }
 
   /** Lifts the ban in both stores; fails if the shared one cannot be reached. */

@@ -55,3 +55,15 @@ export function ipSubject(ip: string): string {
   if (address.kind() === 'ipv4') return `ip:${address.toString()}`;
   return `ip:${new ipaddr.IPv6([...(address as ipaddr.IPv6).parts.slice(0, 4), 0, 0, 0, 0]).toString()}/64`;
 }
+
+/**
+ * `policy` as one of `parts` processes that count apart enforces it, so that together they admit
+ * about what one shared count would: each window's limit is ⌈limit ÷ parts⌉, at least 1, so `parts`
+ * processes admit at most `parts − 1` requests more per window than the limit (docs/rate-limits.md
+ * gives the arithmetic). The ban is unchanged. `parts` of 1 or less returns `policy` itself.
+ */
+export function splitPolicy(policy: RateLimitPolicy, parts: number): RateLimitPolicy {
+  if (parts <= 1) return policy;
+  const windows = Object.freeze(policy.windows.map((window) => Object.freeze({ ...window, limit: Math.ceil(window.limit / parts) })));
+  return Object.freeze(policy.ban === undefined ? { windows } : { windows, ban: policy.ban });
+}

@@ -1,6 +1,7 @@
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { BanCache } from './ban-cache';
 import { closeRedis, type RedisClient } from './redis-connection';
+import { REPLICA_BEAT_LUA, type ReplicaBeat, type ReplicaRegistry, REPLICAS_KEY, REPLICAS_SINCE_KEY } from './replica-heartbeat';
 import { RATE_LIMIT_LUA, SCRIPT_BANNED, SCRIPT_LIMITED } from './rate-limit-script';
 import {
   banned,
@@ -42,6 +43,9 @@ function scriptName(windows: number): string {
   return `rateLimit${windows}`;
 }
 
+/** The command name of {@link REPLICA_BEAT_LUA}. */
+const REPLICA_BEAT = 'replicaBeat';
+
 /** Counters outlive their window by this much, so a replica whose clock lags a little still finds them. */
 const EXPIRY_SLACK_MS = 60_000;
 
@@ -56,9 +60,10 @@ function banKey(subject: string): string {
  * rate-limiter-flexible's RateLimiterRedis; the key policy is this gateway's own script
  * ({@link RATE_LIMIT_LUA}), because the library cannot spend two windows in one step (see
  * docs/rate-limiter-design.md). Bans are cached per replica; see {@link BanCache}. Errors are thrown, not
- * hidden: {@link FallbackRateLimiter} decides what to do.
+ * hidden: {@link FallbackRateLimiter} decides what to do. Also the registry of the processes that
+ * count ({@link ReplicaRegistry}), so that every command on the client is defined in one place.
  */
-export class RedisRateLimiter implements RateLimiter {
+export class RedisRateLimiter implements RateLimiter, ReplicaRegistry {
   private readonly redis: RedisClient;
   private readonly scripted: ScriptedRedis;
   private readonly now: () => number;
@@ -81,6 +86,7 @@ export class RedisRateLimiter implements RateLimiter {
     for (let windows = 1; windows <= MAX_POLICY_WINDOWS; windows += 1) {
       this.redis.defineCommand(scriptName(windows), { lua: RATE_LIMIT_LUA, numberOfKeys: 1 + 2 * windows });
     }
+    this.redis.defineCommand(REPLICA_BEAT, { lua: REPLICA_BEAT_LUA, numberOfKeys: 2 });
     createLibraryLimiter(1, 1);
     sealCommands(this.redis);
   }
@@ -146,6 +152,15 @@ export class RedisRateLimiter implements RateLimiter {
     this.bans.forget(subject);
     const until = await this.redis.getdel(banKey(subject));
     return until !== null && Number(until) > this.now();
+  }
+
+  async beat(member: string, now: number, ttlMs: number): Promise<ReplicaBeat> {
+    const [live, ageMs] = await this.scripted[REPLICA_BEAT]!(REPLICAS_KEY, REPLICAS_SINCE_KEY, member, now, ttlMs);
+    return { live: live!, ageMs: ageMs! };
+  }
+
+  async leave(member: string): Promise<void> {
+    await this.redis.zrem(REPLICAS_KEY, member);
   }
 
   async close(): Promise<void> {

@@ -115,6 +115,24 @@ describe('config: rate limits', () => {
     expect(errorOf({ GATEWAY_WORKERS: '2' })).to.match(/^invalid configuration: GATEWAY_WORKERS: more than 1 needs REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS/);
   });
 
+  it('splits the limits over the counting processes during a Redis outage by default, or keeps them whole on each', () => {
+    expect(parse({ REDIS_URL: 'redis://a:6379' })).to.include({ fallbackMode: 'split', fallbackReplicas: undefined });
+    expect(parse({})).to.include({ fallbackMode: 'split', fallbackReplicas: undefined });
+    expect(parse({ REDIS_URL: 'redis://a:6379', RATE_LIMIT_FALLBACK_REPLICAS: ' 4 ' })).to.include({ fallbackMode: 'split', fallbackReplicas: 4 });
+    expect(parse({ REDIS_SENTINELS: 'b:26379', REDIS_SENTINEL_MASTER: 'm', RATE_LIMIT_FALLBACK: 'full' })).to.include({ fallbackMode: 'full' });
+    expect(parse({ REDIS_URL: 'redis://a:6379', RATE_LIMIT_FALLBACK_REPLICAS: '' }).fallbackReplicas).to.equal(undefined);
+  });
+
+  it('refuses fallback settings that would be silently ignored', () => {
+    expect(errorOf({ RATE_LIMIT_FALLBACK_REPLICAS: '3' })).to.match(
+      /^invalid configuration: RATE_LIMIT_FALLBACK_REPLICAS: applies only with REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS/,
+    );
+    expect(errorOf({ RATE_LIMIT_FALLBACK: 'full' })).to.match(/^invalid configuration: RATE_LIMIT_FALLBACK: applies only with REDIS_URL/);
+    expect(errorOf({ REDIS_URL: 'redis://a:6379', RATE_LIMIT_FALLBACK: 'full', RATE_LIMIT_FALLBACK_REPLICAS: '3' })).to.equal(
+      'invalid configuration: RATE_LIMIT_FALLBACK_REPLICAS: applies only with RATE_LIMIT_FALLBACK=split',
+    );
+  });
+
   it('parses TRUST_PROXY as a flag, a hop count or a list of addresses', () => {
     expect(parse({ TRUST_PROXY: 'true' }).trustProxy).to.equal(true);
     expect(parse({ TRUST_PROXY: 'false' }).trustProxy).to.equal(false);
@@ -139,6 +157,11 @@ describe('config: rate limits', () => {
     ['TRUST_PROXY', 'ingress'],
     ['ADMIN_PORT', '70000'],
     ['REDIS_STARTUP_WAIT_MS', '-5'],
+    ['RATE_LIMIT_FALLBACK', 'shared'],
+    ['RATE_LIMIT_FALLBACK_REPLICAS', '0'],
+    ['RATE_LIMIT_FALLBACK_REPLICAS', '2.5'],
+    ['RATE_LIMIT_FALLBACK_REPLICAS', '10001'],
+    ['RATE_LIMIT_FALLBACK_REPLICAS', 'three'],
   ]) {
     it(`rejects ${name}=${value} in one line naming the variable`, () => {
       const message = errorOf({ [name!]: value });

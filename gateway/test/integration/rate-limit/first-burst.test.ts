@@ -5,7 +5,7 @@ import type { RateLimitPolicy } from '../../../src/rate-limit/rate-limiter';
 import { checkAtStartup, connectRedis } from '../../../src/rate-limit/redis-connection';
 import { RedisRateLimiter } from '../../../src/rate-limit/redis-rate-limiter';
 import { type RedisServer, startRedisOrSkip } from '../../../../system-test/support/redis-server';
-import { clusterTarget, startRedisClusterOrSkip, startRedisSentinelOrSkip, withClient } from '../../../../system-test/support/redis-topologies';
+import { clusterTarget, sentinelTarget, startRedisClusterOrSkip, startRedisSentinelOrSkip, withClient } from '../../../../system-test/support/redis-topologies';
 import { waitFor } from '../../../../system-test/support/wait-for';
 
 const KEY: RateLimitPolicy = {
@@ -92,19 +92,10 @@ firstBurstSuite('a three-master Cluster', async (context) => {
 });
 
 firstBurstSuite('Sentinel', async (context) => {
-  const sentinel = await startRedisSentinelOrSkip(context, { downAfterMs: 5000, dataPassword: 'data-pass-1', sentinelPassword: 'sentinel-pass-1' });
+  const passwords = { dataPassword: 'data-pass-1', sentinelPassword: 'sentinel-pass-1' };
+  const sentinel = await startRedisSentinelOrSkip(context, { downAfterMs: 5000, ...passwords });
   return {
-    target: {
-      kind: 'sentinel',
-      variable: 'REDIS_SENTINELS',
-      sentinels: sentinel.sentinels.map((server) => ({ host: '127.0.0.1', port: server.port })),
-      masterName: sentinel.masterName,
-      username: undefined,
-      password: 'data-pass-1',
-      sentinelUsername: undefined,
-      sentinelPassword: 'sentinel-pass-1',
-      tls: false,
-    },
+    target: sentinelTarget(sentinel, passwords),
     keysOf: async (subject) => withClient(await sentinel.masterPort(), (client) => client.keys(`{rl:${subject}}:*`), 'data-pass-1'),
     stop: () => sentinel.stop(),
   };

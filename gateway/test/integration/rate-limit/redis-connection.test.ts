@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type { Redis } from 'ioredis';
 import type { RedisTarget } from '../../../src/config';
 import { checkAtStartup, closeRedis, connectRedis } from '../../../src/rate-limit/redis-connection';
-import { type RedisSentinelServers, startRedisSentinelOrSkip } from '../../../../system-test/support/redis-topologies';
+import { type RedisSentinelServers, sentinelTarget, startRedisSentinelOrSkip } from '../../../../system-test/support/redis-topologies';
 import { waitFor } from '../../../../system-test/support/wait-for';
 
 const DATA_PASSWORD = 'data-password';
@@ -23,17 +23,7 @@ describe('connectRedis on Sentinels', function () {
   });
 
   function target(): RedisTarget {
-    return {
-      kind: 'sentinel',
-      variable: 'REDIS_SENTINELS',
-      sentinels: servers.sentinels.map((sentinel) => ({ host: '127.0.0.1', port: sentinel.port })),
-      masterName: servers.masterName,
-      username: undefined,
-      password: DATA_PASSWORD,
-      sentinelUsername: undefined,
-      sentinelPassword: SENTINEL_PASSWORD,
-      tls: false,
-    };
+    return sentinelTarget(servers, { dataPassword: DATA_PASSWORD, sentinelPassword: SENTINEL_PASSWORD });
   }
 
   /**

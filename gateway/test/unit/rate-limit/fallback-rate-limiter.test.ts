@@ -1,6 +1,8 @@
 import { expect } from 'chai';
 import { type FallbackEvent, FallbackRateLimiter, type SharedRateLimiter } from '../../../src/rate-limit/fallback-rate-limiter';
 import { MemoryRateLimiter } from '../../../src/rate-limit/memory-rate-limiter';
+import { rateLimitHeaders } from '../../../src/rate-limit/rate-limit-headers';
+import { keyPolicy, unauthenticatedPolicy } from '../../../src/rate-limit/rate-limit-policy';
 import { type RateLimitDecision, type RateLimitPolicy, type RateLimitUsage, usageOf } from '../../../src/rate-limit/rate-limiter';
 
 const POLICY: RateLimitPolicy = { windows: [{ name: 'minute', limit: 2, seconds: 60 }] };
@@ -133,5 +135,94 @@ describe('FallbackRateLimiter', () => {
     expect((await limiter.usage('key:a', keyed)).scope).to.equal('replica');
     expect(events).to.deep.equal([]);
     expect(limiter.usingFallback).to.equal(false);
+  });
+
+  describe('with the limits split over the counting processes', () => {
+    const FREE = keyPolicy({ perMinute: 60, perDay: 1000 }, { threshold: 10, seconds: 900 });
+    let replicas: number;
+    let split: FallbackRateLimiter;
+
+    beforeEach(() => {
+      replicas = 3;
+      split = new FallbackRateLimiter({ primary, fallback, log: (event) => events.push(event), monotonicNow: () => clock, replicas: () => replicas });
+    });
+
+    const admitted = async (subject: string, policy: typeof FREE, count: number): Promise<number> => {
+      const decisions = await Promise.all(Array.from({ length: count }, () => split.consume(subject, policy)));
+      return decisions.filter((decision) => decision.outcome === 'allowed').length;
+    };
+
+    it('counts the whole limit in the shared store, which every process shares', async () => {
+      expect(await admitted('key:a', FREE, 90)).to.equal(60);
+      expect(primary.calls).to.equal(90);
+    });
+
+    it('admits a third of each window on each of three processes while the store is down, and says so in the headers', async () => {
+      primary.available = false;
+      const headers = rateLimitHeaders(await split.consume('key:a', FREE));
+      expect(headers['X-RateLimit-Limit']).to.equal('20');
+      expect(headers['X-RateLimit-Remaining']).to.equal('19');
+      expect(headers['RateLimit-Policy']).to.equal('"minute";q=20;w=60, "day";q=334;w=86400');
+      expect(headers.RateLimit).to.match(/^"minute";r=19;t=\d+, "day";r=333;t=\d+$/);
+      expect(await admitted('key:a', FREE, 89)).to.equal(19);
+      expect(await admitted('ip:192.0.2.1', unauthenticatedPolicy(60), 30), 'the per-IP bucket too').to.equal(20);
+    });
+
+    it('splits when a call times out, as when the connection is down (a slow Redis is an outage too)', async () => {
+      primary.failure = new Error('Command timed out');
+      let allowed = 0;
+      for (let i = 0; i < 30; i += 1) if ((await split.consume('key:a', FREE)).outcome === 'allowed') allowed += 1;
+      expect(allowed).to.equal(20);
+      expect(primary.calls, 'one call, then the pause').to.equal(1);
+    });
+
+    it('follows the count in force, and keeps what was counted when it changes', async () => {
+      primary.available = false;
+      replicas = 6;
+      expect(await admitted('key:a', FREE, 15)).to.equal(10);
+      replicas = 2;
+      expect(await admitted('key:a', FREE, 30), '30 each now, 10 of them spent').to.equal(20);
+      replicas = 1;
+      expect(rateLimitHeaders(await split.consume('key:b', FREE))['X-RateLimit-Limit'], 'alone: the whole limit').to.equal('60');
+    });
+
+    it('keeps three processes, each counting alone, within the limit plus 2 per window, window after window', async () => {
+      let now = Date.UTC(2030, 0, 1, 12, 0, 0);
+      const processes = Array.from(
+        { length: 3 },
+        () => new FallbackRateLimiter({ primary, fallback: new MemoryRateLimiter({ now: () => now }), log: () => undefined, replicas: () => 3 }),
+      );
+      primary.available = false;
+      const policy = keyPolicy({ perMinute: 10, perDay: 25 }, { threshold: 1000, seconds: 900 });
+      const minute = async (): Promise<number> => {
+        const decisions = await Promise.all(Array.from({ length: 60 }, (_, i) => processes[i % 3]!.consume('key:spread', policy)));
+        return decisions.filter((decision) => decision.outcome === 'allowed').length;
+      };
+      expect(await minute(), 'minute 1: ⌈10 ÷ 3⌉ = 4 on each').to.equal(12);
+      now += 60_000;
+      expect(await minute(), 'minute 2').to.equal(12);
+      now += 60_000;
+      expect(await minute(), 'minute 3: the day window, ⌈25 ÷ 3⌉ = 9 on each, has 1 left on each').to.equal(3);
+      now += 60_000;
+      expect(await minute(), 'the day is spent: 27 = 25 + 2').to.equal(0);
+    });
+
+    it('grants at least one request per process to a limit below the number of processes', async () => {
+      primary.available = false;
+      replicas = 5;
+      const tiny = keyPolicy({ perMinute: 2, perDay: 2 }, { threshold: 10, seconds: 900 });
+      expect(await admitted('key:tiny', tiny, 4)).to.equal(1);
+    });
+
+    it('reports usage against this process\'s share while the store is down', async () => {
+      primary.available = false;
+      await admitted('key:a', FREE, 5);
+      const usage = await split.usage('key:a', FREE);
+      expect(usage.scope).to.equal('replica');
+      expect(usage.windows.map((window) => [window.window.limit, window.used, window.remaining])).to.deep.equal([
+        [20, 5, 15],
+        [334, 5, 329],
+      ]);
+    });
   });
 });
