@@ -11,3 +11,4 @@ export * from './src/service-env';
 export * from './src/shutdown';
 export * from './src/tracing';
 export * from './src/tracing-env';
+export * from './src/tracing-options';

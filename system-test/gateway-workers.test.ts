@@ -63,6 +63,12 @@ describe('one gateway with GATEWAY_WORKERS=2 (Node cluster, counters in Redis)',
     await waitFor(async () => (await counted()) === logged(), 5000);
   });
 
+  it('combines the workers\' state gauges as their minimum, not their sum', async () => {
+    const text = await (await fetch(`${admin}/metrics`)).text();
+    expect(text).to.match(/^pet_service_serving 1$/m);
+    expect(text).to.match(/^api_keys_last_reload_successful 1$/m);
+  });
+
   it('reports both workers in /readyz', async () => {
     const response = await fetch(`${admin}/readyz`);
     expect(response.status).to.equal(200);

@@ -26,6 +26,8 @@ import { upstreamChecks } from './upstream/upstream-readiness';
 
 /** How long the primary waits for a worker's metrics before leaving it out of a scrape. */
 const WORKER_METRICS_TIMEOUT_MS = 1000;
+/** The deadline of the pet service health check each scrape makes: well within the primary's wait. */
+const SCRAPE_HEALTH_CHECK_MS = WORKER_METRICS_TIMEOUT_MS / 2;
 const DEMO_KEYS_FILE = join(__dirname, '..', 'config', 'demo-keys.yaml');
 
 function loadSettings(): { config: GatewayConfig; apiKeys: ApiKeyStore; routes: readonly ProxyRoute[] } {
@@ -120,6 +122,7 @@ async function serve({ config, apiKeys: initialKeys, routes }: Settings, logger:
   const apiKeys = createKeysFileReloader({ path: config.apiKeysFile, initial: initialKeys, logger, metrics });
   process.on('SIGHUP', () => apiKeys.reload('SIGHUP', true));
   const petClient = createPetClient({ target: config.petServiceAddress, timeoutMs: config.petServiceTimeoutMs, metrics });
+  metrics.checkPetServiceWith(petServiceHealthCheck(petClient.channel, Math.min(config.petServiceTimeoutMs, SCRAPE_HEALTH_CHECK_MS)));
   const { limiter, redisCheck, heartbeat } = await createLimiter(config, logger, true, metrics);
   const tracing = createTracing(config.tracing, { onExportFailure: logExportFailures(logger) });
   let draining = false;

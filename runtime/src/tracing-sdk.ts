@@ -13,7 +13,7 @@ import {
   TracerProvider,
 } from '@opentelemetry/sdk-trace';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
-import { EXPORT_FAILURE_REPORT_MS, SHUTDOWN_FLUSH_MS, type Tracing, type TracingOptions } from './tracing';
+import { EXPORT_FAILURE_REPORT_MS, SHUTDOWN_FLUSH_MS, type Tracing, type TracingOptions } from './tracing-options';
 import type { SamplerName, TracingSettings } from './tracing-env';
 
 /**

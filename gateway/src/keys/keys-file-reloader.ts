@@ -23,7 +23,7 @@ export interface KeysFileReloaderOptions {
   /** The store read at start-up (from `path`), which stays in force until a good change. */
   readonly initial: ApiKeyStore;
   readonly logger: Logger;
-  readonly metrics?: Pick<GatewayMetrics, 'apiKeysLoaded' | 'apiKeysReloads' | 'apiKeysLastReloadSuccess'>;
+  readonly metrics?: Pick<GatewayMetrics, 'apiKeysLoaded' | 'apiKeysReloads' | 'apiKeysLastReloadSuccess' | 'apiKeysLastReloadSuccessful'>;
   /** How often the file is read as well (see below). */
   readonly pollIntervalMs?: number;
   /** Changes seen within this long are read once, so a file being written is not read half done. */
@@ -59,6 +59,7 @@ export function createKeysFileReloader(options: KeysFileReloaderOptions): KeysFi
   const succeeded = (): void => {
     metrics?.apiKeysLoaded.set(store.records.length);
     metrics?.apiKeysLastReloadSuccess.set(now() / 1000);
+    metrics?.apiKeysLastReloadSuccessful.set(1);
   };
   metrics?.apiKeysReloads.inc({ outcome: 'success' }, 0);
   metrics?.apiKeysReloads.inc({ outcome: 'failure' }, 0);
@@ -80,6 +81,7 @@ export function createKeysFileReloader(options: KeysFileReloaderOptions): KeysFi
       store = ApiKeyStore.parse(text, path);
     } catch (error) {
       metrics?.apiKeysReloads.inc({ outcome: 'failure' });
+      metrics?.apiKeysLastReloadSuccessful.set(0);
       logger.error({ trigger, reason: (error as Error).message }, 'API keys file rejected; the last good keys stay in force');
       return false;
     }

@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { ReadinessCheck } from '../pet-service-client/readiness';
 import { keySubject } from '../rate-limit/rate-limit-policy';
 import type { RateLimitOutcome, RateLimiter } from '../rate-limit/rate-limiter';
 
@@ -27,11 +28,21 @@ export interface GatewayMetrics {
   countFallbackReplicasWith(count: () => number): void;
   readonly grpcClientCalls: Counter<'method' | 'code'>;
   readonly grpcClientCallSeconds: Histogram<'method' | 'code'>;
+  /**
+   * 1 when the pet service answered SERVING to a health check made at this scrape, else 0: the
+   * one signal of "no ready pet service" that needs no traffic, since a gateway without one is
+   * taken out of rotation and then sees no request to fail.
+   */
+  readonly petServiceServing: Gauge;
+  /** Names the check {@link GatewayMetrics.petServiceServing} makes at each scrape; it reads 0 until called. */
+  checkPetServiceWith(check: ReadinessCheck): void;
   /** Key ids in the active keys file, expired and revoked ones included. */
   readonly apiKeysLoaded: Gauge;
   /** Reloads of the keys file, by outcome: a rejected file leaves the last good keys in force. */
   readonly apiKeysReloads: Counter<'outcome'>;
   readonly apiKeysLastReloadSuccess: Gauge;
+  /** 0 from a rejected reload of the keys file until the next good one, else 1. */
+  readonly apiKeysLastReloadSuccessful: Gauge;
 }
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
@@ -42,6 +53,7 @@ export function createMetrics(): GatewayMetrics {
   const registers = [registry];
   let addressBuckets = (): number => 0;
   let fallbackReplicas = (): number => 1;
+  let petServiceCheck: ReadinessCheck = () => Promise.reject(new Error('no pet service check yet'));
   return {
     registry,
     httpRequests: new Counter({
@@ -118,6 +130,22 @@ export function createMetrics(): GatewayMetrics {
     countFallbackReplicasWith(count) {
       fallbackReplicas = count;
     },
+    petServiceServing: new Gauge({
+      name: 'pet_service_serving',
+      help: 'Whether the pet service answered SERVING to a health check made at this scrape, through the channel the calls use (1), or not (0): some replica is ready and reaches its store.',
+      // With GATEWAY_WORKERS: 0 if any worker finds none.
+      aggregator: 'min',
+      registers,
+      async collect() {
+        this.set(await petServiceCheck().then(
+          () => 1,
+          () => 0,
+        ));
+      },
+    }),
+    checkPetServiceWith(check) {
+      petServiceCheck = check;
+    },
     apiKeysLoaded: new Gauge({
       name: 'api_keys_loaded',
       help: 'API keys (ids) in the keys file in force, expired and revoked ones included.',
@@ -134,6 +162,13 @@ export function createMetrics(): GatewayMetrics {
       name: 'api_keys_last_reload_success_timestamp_seconds',
       help: 'When the keys file in force was loaded, at start-up or on a reload (Unix time).',
       // With GATEWAY_WORKERS: the stalest worker's, so one that missed a change does not hide.
+      aggregator: 'min',
+      registers,
+    }),
+    apiKeysLastReloadSuccessful: new Gauge({
+      name: 'api_keys_last_reload_successful',
+      help: 'Whether the last change of the keys file was put in force (1), or rejected, the last good keys staying in force (0).',
+      // With GATEWAY_WORKERS: 0 if any worker rejected the file.
       aggregator: 'min',
       registers,
     }),

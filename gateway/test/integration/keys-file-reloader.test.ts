@@ -44,6 +44,7 @@ describe('keys file reloader', function () {
   const accepts = (keys: KeysFileReloader, id: string): boolean => (keys.identify(`secret-${id}`, NOW) as ApiKey).id === id;
   const reloads = async (outcome: string): Promise<number> =>
     (await metrics.apiKeysReloads.get()).values.find((value) => value.labels.outcome === outcome)?.value ?? -1;
+  const lastReloadSuccessful = async (): Promise<number | undefined> => (await metrics.apiKeysLastReloadSuccessful.get()).values[0]?.value;
   /** Replaces `path` as the keys CLI does: a new file renamed over it. */
   const replace = (path: string, text: string): void => {
     writeFileSync(`${path}.tmp`, text);
@@ -56,6 +57,7 @@ describe('keys file reloader', function () {
     expect((await metrics.apiKeysLastReloadSuccess.get()).values[0]!.value).to.equal(NOW / 1000);
     expect(await reloads('success')).to.equal(0);
     expect(await reloads('failure')).to.equal(0);
+    expect(await lastReloadSuccessful()).to.equal(1);
   });
 
   // Each change is made twice: a watch on the file itself would see the first, then never fire again.
@@ -121,17 +123,20 @@ describe('keys file reloader', function () {
     // Unchanged bad content is not reported again, whatever prompts the read.
     expect(keys.reload('test')).to.equal(false);
     expect(await reloads('failure')).to.equal(1);
+    expect(await lastReloadSuccessful(), 'the file on disk is not in force').to.equal(0);
 
     replace(path, keysYaml('a', 'b'));
     await waitFor(async () => accepts(keys, 'b'), 5000);
     expect(await reloads('success')).to.equal(1);
     expect(await reloads('failure')).to.equal(1);
+    expect(await lastReloadSuccessful()).to.equal(1);
   });
 
   it('keeps the last good keys when the file disappears', async () => {
     const { path, keys } = startOn(['a'], NO_POLL_MS);
     rmSync(path);
     await waitFor(async () => (await reloads('failure')) === 1, 5000);
+    expect(await lastReloadSuccessful()).to.equal(0);
     expect(accepts(keys, 'a')).to.equal(true);
     expect(keys.reload('test')).to.equal(false);
     expect(await reloads('failure')).to.equal(1);

@@ -4,6 +4,28 @@ import { MemoryRateLimiter } from '../../../src/rate-limit/memory-rate-limiter';
 import { keyPolicy, keySubject } from '../../../src/rate-limit/rate-limit-policy';
 
 describe('gateway metrics', () => {
+  describe('pet_service_serving', () => {
+    const scraped = async (metrics: ReturnType<typeof createMetrics>): Promise<string | undefined> =>
+      /^pet_service_serving (\S+)$/m.exec(await metrics.registry.metrics())?.[1];
+
+    it('asks the check at every scrape: 1 while it passes, 0 when it fails, 0 before one is named', async () => {
+      const metrics = createMetrics();
+      expect(await scraped(metrics)).to.equal('0');
+      let serving = true;
+      let asked = 0;
+      metrics.checkPetServiceWith(async () => {
+        asked += 1;
+        if (!serving) throw new Error('pet service is NOT_SERVING');
+      });
+      expect(await scraped(metrics)).to.equal('1');
+      serving = false;
+      expect(await scraped(metrics)).to.equal('0');
+      serving = true;
+      expect(await scraped(metrics)).to.equal('1');
+      expect(asked).to.equal(3);
+    });
+  });
+
   describe('countKeyDecisions', () => {
     const policy = keyPolicy({ perMinute: 1, perDay: 100 }, { threshold: 1, seconds: 900 });
 
