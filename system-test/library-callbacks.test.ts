@@ -1,13 +1,17 @@
+import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { sha256Hex } from '../gateway/src/keys/api-keys';
 import { sendRaw, type RawReply } from './support/raw-http';
+import { freePort } from './support/redis-server';
 import { type ProcessStack, startProcessStack } from './support/process-stack';
+import { waitFor } from './support/wait-for';
 
+const ROOT = join(__dirname, '..');
 const SECRET = 'library-callbacks-secret';
 const ORIGIN = 'https://app.example.com';
 
@@ -108,6 +112,75 @@ describe('library callbacks on the request path', function () {
       expect(answer.headers['x-ratelimit-limit']).to.be.a('string');
       await stack.gateway.waitForLog((line) => line.msg === 'upstream response not relayable' && line.route === '/v1/store/odd');
       await expectServing();
+    });
+  }
+});
+
+/** Starts `entry` with its stdout on `stdout`: the log lines go nowhere the test reads. */
+function startWithStdout(entry: string, env: NodeJS.ProcessEnv, stdout: 'pipe' | number): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', join(ROOT, entry)], {
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', stdout, 'ignore'],
+  });
+}
+
+/** Sends SIGTERM; resolves with the exit code, or with `hung` (after a SIGKILL) when it outlives `ms`. */
+async function stopWithin(child: ChildProcess, ms: number): Promise<number | null | 'hung'> {
+  if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), ms);
+  const [code, signal] = (await exited) as [number | null, NodeJS.Signals | null];
+  clearTimeout(timer);
+  return signal === 'SIGKILL' ? 'hung' : code;
+}
+
+/**
+ * stdout that fails every write: a reader that went away (EPIPE: `npm start`'s parent killed, a
+ * log shipper restarted) or a full disk (ENOSPC, standing for every other error, such as the EIO of
+ * a terminal that hung up). Log lines are lost, but requests are served and SIGTERM stops the
+ * process cleanly. sonic-boom emits each failed write as an 'error' event, which pino swallows for
+ * EPIPE only, and its flush at exit retries any other failed write forever.
+ */
+describe('services whose stdout fails', function () {
+  this.timeout(60_000);
+  const started: ChildProcess[] = [];
+
+  afterEach(async () => {
+    await Promise.all(started.splice(0).map((child) => stopWithin(child, 5000)));
+  });
+
+  for (const destination of ['a pipe nobody reads (EPIPE)', 'a full disk (ENOSPC, /dev/full)'] as const) {
+    it(`serve and stop cleanly when stdout is ${destination}`, async function () {
+      const full = destination.includes('/dev/full');
+      if (full && !existsSync('/dev/full')) this.skip(); // Linux only: /dev/full refuses every write with ENOSPC.
+      const stdout = full ? openSync('/dev/full', 'w') : 'pipe';
+      const [petPort, petAdmin, port, admin] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+      try {
+        started.push(
+          startWithStdout('pet-service/src/main.ts', { PET_SERVICE_PORT: String(petPort), ADMIN_PORT: String(petAdmin), MONGODB_URI: '', LOG_SLOW_CALL_MS: '0' }, stdout),
+          startWithStdout(
+            'gateway/src/main.ts',
+            { PORT: String(port), ADMIN_PORT: String(admin), PET_SERVICE_ADDR: `127.0.0.1:${petPort}`, API_KEYS_FILE: writeKeysFile(), REDIS_URL: '' },
+            stdout,
+          ),
+        );
+      } finally {
+        if (typeof stdout === 'number') closeSync(stdout);
+      }
+      // Closing the read end at once: every write the services make fails.
+      for (const child of started) child.stdout?.destroy();
+      const list = (): Promise<number> =>
+        fetch(`http://127.0.0.1:${port}/v1/pets`, { headers: { authorization: `Bearer ${SECRET}` }, signal: AbortSignal.timeout(2000) }).then(
+          (response) => response.status,
+          () => 0,
+        );
+      await waitFor(async () => (await list()) === 200, 20_000);
+      // Each call logs a line in both services: kilobytes of lines, many failed writes.
+      for (let call = 0; call < 40; call += 1) expect(await list(), `call ${call}`).to.equal(200);
+      const codes = await Promise.all(started.splice(0).map((child) => stopWithin(child, 10_000)));
+      expect(codes).to.deep.equal([0, 0]);
     });
   }
 });
