@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { closeSync, existsSync, mkdtempSync, openSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,9 +15,8 @@ const ROOT = join(__dirname, '..');
 const SECRET = 'library-callbacks-secret';
 const ORIGIN = 'https://app.example.com';
 
-/** A keys file with one enterprise key, {@link SECRET}, in a new directory; returns its path. */
-function writeKeysFile(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'library-callbacks-'));
+/** A keys file in `dir` with one enterprise key, {@link SECRET}; returns its path. */
+function writeKeysFile(dir: string): string {
   const file = join(dir, 'keys.json');
   writeFileSync(file, JSON.stringify({ keys: [{ id: 'callbacks', sha256: sha256Hex(SECRET), plan: 'enterprise', limits: { perMinute: 1e6, perDay: 1e6 } }] }));
   return file;
@@ -38,6 +37,7 @@ function expectError(reply: RawReply, status: number, code: string, message: str
 describe('library callbacks on the request path', function () {
   this.timeout(60_000);
   let stack: ProcessStack;
+  let dir: string;
   let upstream: Server;
   /** The bytes the upstream answers every request with. */
   let upstreamReply = '';
@@ -53,20 +53,21 @@ describe('library callbacks on the request path', function () {
       socket.on('error', () => undefined);
     }).listen(0, '127.0.0.1');
     await once(upstream, 'listening');
-    const dir = mkdtempSync(join(tmpdir(), 'library-callbacks-routes-'));
+    dir = mkdtempSync(join(tmpdir(), 'library-callbacks-'));
     const routesFile = join(dir, 'routes.yaml');
     const { port } = upstream.address() as { port: number };
     writeFileSync(routesFile, ['routes:', '  - prefix: /v1/store/odd', `    upstream: http://127.0.0.1:${port}`, '    methods: [GET]', '    timeoutMs: 5000', ''].join('\n'));
     stack = await startProcessStack({
       petService: { MONGODB_URI: '' },
       // A CORS list, so that every response has `Vary: Origin` for an upstream's Vary to join.
-      gateway: { API_KEYS_FILE: writeKeysFile(), ROUTES_FILE: routesFile, CORS_ORIGINS: ORIGIN, REDIS_URL: '' },
+      gateway: { API_KEYS_FILE: writeKeysFile(dir), ROUTES_FILE: routesFile, CORS_ORIGINS: ORIGIN, REDIS_URL: '' },
     });
   });
 
   after(async () => {
     await stack?.stop();
     upstream?.close();
+    rmSync(dir, { recursive: true, force: true });
   });
 
   /** The gateway is the process it was and still answers. */
@@ -146,10 +147,17 @@ async function stopWithin(child: ChildProcess, ms: number): Promise<number | nul
 describe('services whose stdout fails', function () {
   this.timeout(60_000);
   const started: ChildProcess[] = [];
+  let dir: string;
+
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'library-callbacks-'));
+  });
 
   afterEach(async () => {
     await Promise.all(started.splice(0).map((child) => stopWithin(child, 5000)));
   });
+
+  after(() => rmSync(dir, { recursive: true, force: true }));
 
   for (const destination of ['a pipe nobody reads (EPIPE)', 'a full disk (ENOSPC, /dev/full)'] as const) {
     it(`serve and stop cleanly when stdout is ${destination}`, async function () {
@@ -162,7 +170,7 @@ describe('services whose stdout fails', function () {
           startWithStdout('pet-service/src/main.ts', { PET_SERVICE_PORT: String(petPort), ADMIN_PORT: String(petAdmin), MONGODB_URI: '', LOG_SLOW_CALL_MS: '0' }, stdout),
           startWithStdout(
             'gateway/src/main.ts',
-            { PORT: String(port), ADMIN_PORT: String(admin), PET_SERVICE_ADDR: `127.0.0.1:${petPort}`, API_KEYS_FILE: writeKeysFile(), REDIS_URL: '' },
+            { PORT: String(port), ADMIN_PORT: String(admin), PET_SERVICE_ADDR: `127.0.0.1:${petPort}`, API_KEYS_FILE: writeKeysFile(dir), REDIS_URL: '' },
             stdout,
           ),
         );
