@@ -45,8 +45,26 @@ export function createLogger(options: LoggerOptions): Logger {
   // bytes (PIPE_BUF): cluster workers share the primary's stdout, and only writes that small stay
   // whole on a pipe that several processes write to.
   const destination = pino.destination({ dest: 1, sync: false, minLength: 2048, maxWrite: 4096 });
+  dropLinesOnWriteError(destination);
   setInterval(() => destination.flush(), 100).unref();
   return pino(settings, destination);
+}
+
+/**
+ * Once a write to stdout fails, every later line is dropped and the service goes on serving: a
+ * log that cannot be written is no reason to refuse requests. pino does this for EPIPE only (a
+ * reader that went away), and sonic-boom emits every other failed write as an 'error' event that
+ * nothing listens to, which ends the process; at exit its flush then retries the failed write
+ * forever, so the process never exits and keeps its ports (the EIO of a terminal that hung up, a
+ * full disk).
+ */
+function dropLinesOnWriteError(destination: ReturnType<typeof pino.destination>): void {
+  destination.on('error', () => {
+    destination.write = () => true;
+    destination.flush = (callback) => callback?.();
+    destination.flushSync = () => undefined;
+    destination.end = () => undefined;
+  });
 }
 
 /**

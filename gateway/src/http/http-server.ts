@@ -12,6 +12,7 @@ const UNKNOWN_METHOD = new ApiError(501, 'invalid_request', 'method not implemen
 const CONNECT = new ApiError(501, 'invalid_request', 'CONNECT is not implemented: this is not a proxy');
 const VERSION = new ApiError(505, 'invalid_request', 'HTTP version not supported: send HTTP/1.1');
 const NO_PATH = new ApiError(400, 'invalid_request', 'request target has no path');
+const BAD_TARGET = new ApiError(400, 'invalid_request', 'request target is not a valid URL');
 const NO_HOST = new ApiError(400, 'invalid_request', 'Host: is required in an HTTP/1.1 request');
 const TWO_HOSTS = new ApiError(400, 'invalid_request', 'Host: must be given once');
 const BAD_HOST = new ApiError(400, 'invalid_request', 'Host: must be a host and optional port');
@@ -55,12 +56,29 @@ function unroutable(request: IncomingMessage): ApiError | undefined {
   if (request.httpVersionMajor !== 1) return VERSION;
   const hosts = fieldCount(request.rawHeaders, 'host');
   if (hosts > 1) return TWO_HOSTS;
-  if (hosts === 0) return request.httpVersionMinor >= 1 ? NO_HOST : undefined;
-  if (!HOST_FIELD.test(request.headers.host!)) return BAD_HOST;
-  // A target that parses without a path (`/\#@!`: a backslash reads as a slash, and `//` starts
-  // a host) would reach express's router, which answers it with an HTML page of its own.
-  if (parseUrl(request)?.pathname == null) return NO_PATH;
-  return undefined;
+  if (hosts === 0) {
+    if (request.httpVersionMinor >= 1) return NO_HOST;
+  } else if (!HOST_FIELD.test(request.headers.host!)) {
+    return BAD_HOST;
+  }
+  return targetProblem(request);
+}
+
+/**
+ * Parses the target once, for everything after (parseurl keeps the result on the request), and
+ * says what is wrong with it, if anything:
+ * - an absolute-form target goes through Node's `url.parse`, which throws on an authority llhttp
+ *   accepts (`http://a:b/`, a port that is no number). Thrown in the 'request' listener, that
+ *   would end the process; express's router catches the same throw for its own lookup;
+ * - a target that parses without a path (`/\#@!`: a backslash reads as a slash, and `//` starts
+ *   a host) would reach express's router, which answers it with an HTML page of its own.
+ */
+function targetProblem(request: IncomingMessage): ApiError | undefined {
+  try {
+    return parseUrl(request)?.pathname == null ? NO_PATH : undefined;
+  } catch {
+    return BAD_TARGET;
+  }
 }
 
 /** Answers with an Error body and closes the connection: the rest of the request is not read. */

@@ -143,15 +143,34 @@ function proxy(route: ProxyRoute, agent: Agent, logger: Logger, cors: boolean, c
       proxyRes.destroy();
       return;
     }
-    response.statusCode = proxyRes.statusCode!;
-    response.statusMessage = proxyRes.statusMessage ?? '';
-    const connection = connectionOptions(proxyRes.headers);
-    for (const name in proxyRes.headers) {
-      if (isHopByHop(name, connection) || (cors && CORS_RESPONSE_HEADER.test(name))) continue;
-      // The upstream's reasons to vary join the gateway's `Vary: Origin` (express's `vary`).
-      if (name === 'vary' && response.hasHeader(name)) (response as Response).vary(proxyRes.headers.vary!);
-      // The gateway's own headers (rate limits, request id, Connection, CORS) win.
-      else if (!response.hasHeader(name)) response.setHeader(name, proxyRes.headers[name]!);
+    const copied: string[] = [];
+    try {
+      const connection = connectionOptions(proxyRes.headers);
+      for (const name in proxyRes.headers) {
+        if (isHopByHop(name, connection) || (cors && CORS_RESPONSE_HEADER.test(name))) continue;
+        // The upstream's reasons to vary join the gateway's `Vary: Origin` (express's `vary`).
+        if (name === 'vary' && response.hasHeader(name)) (response as Response).vary(proxyRes.headers.vary!);
+        // The gateway's own headers (rate limits, request id, Connection, CORS) win.
+        else if (!response.hasHeader(name)) {
+          response.setHeader(name, proxyRes.headers[name]!);
+          copied.push(name);
+        }
+      }
+      // The head is written here, not at the body's first write, and as that write would (an empty
+      // reason phrase gets the status's own): Node's client parser takes a status below 100 and a
+      // reason phrase with a DEL that its writer refuses, and `vary` refuses a Vary that is no list
+      // of names. This runs in http-proxy's 'response' listener, the first write in a 'data'
+      // listener: thrown in either, nothing would catch it and the process would end.
+      response.statusMessage = proxyRes.statusMessage ?? '';
+      response.writeHead(proxyRes.statusCode!);
+    } catch (error) {
+      proxyRes.destroy();
+      for (const name of copied) response.removeHeader(name);
+      // writeHead keeps a refused reason phrase, and would refuse it again for the 502.
+      response.statusMessage = '';
+      logger.warn({ err: error, route: route.prefix, requestId: contextOf(request).requestId }, 'upstream response not relayable');
+      sendApiError(request, response, upstreamFailureToHttp('failed'));
+      return;
     }
     pipeline(proxyRes, response, (error) => {
       if (error !== undefined) logger.warn({ err: error, route: route.prefix, requestId: contextOf(request).requestId }, 'proxied response cut off');
