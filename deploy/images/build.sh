@@ -9,13 +9,14 @@
 # First the Dockerfiles' base, node:<version>-bookworm-slim, is built here when missing
 # (base-image.sh: a stand-in tagged with the official name, cached between runs), then both
 # images with --pull=never; podman's layer cache makes a second run with unchanged sources take
-# seconds. Last, one line per image on stdout: "<image> <size in MB>" (uncompressed, as
-# `podman images` shows it; base included). Progress goes to stderr.
+# seconds. Last, one line per image on stdout, "<image> <size> MB (<size> MB above <base>)":
+# uncompressed, as `podman images` shows it, and the part the Dockerfile adds. Progress goes to
+# stderr.
 #
 # The build stages' `npm ci` reaches the registry through whatever TLS interception the machine
-# has: the host's CA bundle (NODE_EXTRA_CA_CERTS, else /etc/ssl/certs/ca-certificates.crt) is
-# mounted read-only into every RUN step, with an npmrc naming it, and neither is in any layer.
-# A plain `docker build` (docs/deploy.md) needs none of this.
+# has: it trusts the host's CA bundle (NODE_EXTRA_CA_CERTS, else /etc/ssl/certs/ca-certificates.crt)
+# through a build secret, which no layer keeps. A plain `docker build` (docs/deploy.md) needs none
+# of this.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -27,17 +28,20 @@ TAG="${PETSTORE_IMAGE_TAG:-e2e}"
 SERVICES=(gateway pet-service)
 
 take_images_lock
-bash "$here/base-image.sh"
+base="$(bash "$here/base-image.sh")"
 
-build_mounts=()
+# The Dockerfiles' installs read an npmrc given as the build secret "npmrc": here, one that trusts
+# the host's CA bundle (npm's `ca`, one PEM per entry), for a registry reached through a
+# TLS-intercepting proxy. A build secret is in no layer of any stage.
+secret=()
 ca_bundle="${NODE_EXTRA_CA_CERTS:-/etc/ssl/certs/ca-certificates.crt}"
 if [[ -r "$ca_bundle" ]]; then
   npmrc="$(mktemp /var/tmp/petstore-npmrc.XXXXXX)"
   trap 'rm -f "$npmrc"' EXIT
-  echo 'cafile=/run/petstore-build/ca-certificates.crt' >"$npmrc"
-  chmod 0644 "$npmrc"
-  # npm's global config file, for a node installed in /usr/local as the node images have it.
-  build_mounts=(-v "$ca_bundle:/run/petstore-build/ca-certificates.crt:ro" -v "$npmrc:/usr/local/etc/npmrc:ro")
+  awk '/-----BEGIN CERTIFICATE-----/ { pem = $0; next }
+       pem != "" { pem = pem "\\n" $0 }
+       /-----END CERTIFICATE-----/ { print "ca[]=\"" pem "\""; pem = "" }' "$ca_bundle" >"$npmrc"
+  secret=(--secret "id=npmrc,src=$npmrc")
 fi
 
 for service in "${SERVICES[@]}"; do
@@ -45,7 +49,7 @@ for service in "${SERVICES[@]}"; do
   previous="$("${PODMAN[@]}" image inspect --format '{{ .Id }}' "$image" 2>/dev/null || true)"
   started=$SECONDS
   log "building $image from $service/Dockerfile"
-  quietly "${PODMAN[@]}" build --pull=never "${PODMAN_ULIMITS[@]}" "${build_mounts[@]}" \
+  quietly "${PODMAN[@]}" build --pull=never "${PODMAN_ULIMITS[@]}" "${secret[@]}" \
     --file "$root/$service/Dockerfile" --tag "$image" "$root"
   log "$image built in $((SECONDS - started)) s"
   remove_if_untagged "$previous"
@@ -53,5 +57,6 @@ done
 
 for service in "${SERVICES[@]}"; do
   image="localhost/petstore/$service:$TAG"
-  echo "$image $(($(image_bytes "$image") / 1000000)) MB"
+  bytes="$(image_bytes "$image")"
+  echo "$image $((bytes / 1000000)) MB ($(((bytes - $(image_bytes "$base")) / 1000000)) MB above $base)"
 done
