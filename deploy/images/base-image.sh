@@ -8,7 +8,8 @@
 # package.json's `node` devDependency: the same bytes `npm ci` installs and every test runs on),
 # npm from the registry's npm package at the version that Node release bundles, the user node
 # 1000:1000 (node-stand-in/Containerfile). Cached: nothing is done while the image carries the
-# label of this recipe (these files, the versions, the Debian image it was built on).
+# label of this recipe (these files, the versions, the Debian image it was built on). Prints the
+# image's name on stdout.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -29,6 +30,7 @@ RECIPE="$(cat "$here/base-image.sh" "$here/node-stand-in/Containerfile" \
   | { cat; echo "$NODE_VERSION $NPM_VERSION $debian_id"; } | sha256sum | cut -c1-16)"
 if [[ "$(image_label "$IMAGE" petstore.recipe)" == "$RECIPE" ]]; then
   log "$IMAGE is up to date (recipe $RECIPE)"
+  echo "$IMAGE"
   exit 0
 fi
 
@@ -49,7 +51,7 @@ log "building $IMAGE"
 quietly "${PODMAN[@]}" build --pull=never "${PODMAN_ULIMITS[@]}" \
   --build-arg "NODE_VERSION=$NODE_VERSION" \
   --label "petstore.recipe=$RECIPE" \
-  --label "org.opencontainers.image.description=Stand-in for node:$NODE_VERSION-bookworm-slim, built by deploy/images/base-image.sh" \
   --tag "$IMAGE" "$context"
 log "$IMAGE built in $((SECONDS - started)) s, $(($(image_bytes "$IMAGE") / 1000000)) MB"
 remove_if_untagged "$previous"
+echo "$IMAGE"

@@ -110,7 +110,6 @@ tar --numeric-owner --xattrs -C "$rootfs" -c . \
   | "${PODMAN[@]}" import --quiet \
       --change 'CMD ["bash"]' \
       --change "LABEL petstore.recipe=$RECIPE" \
-      --change 'LABEL org.opencontainers.image.description="Debian 12 minbase (debootstrap), trimmed like debian:bookworm-slim"' \
       --message "debootstrap --variant=minbase bookworm $MIRROR" \
       - "$IMAGE" >/dev/null
 log "$IMAGE built in $((SECONDS - started)) s, $(($(image_bytes "$IMAGE") / 1000000)) MB"
