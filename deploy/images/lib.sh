@@ -16,7 +16,7 @@ _hard_nproc="$(ulimit -Hu)"
 [[ "$_hard_nproc" == unlimited || "$_hard_nproc" -gt 4096 ]] && _hard_nproc=4096
 # shellcheck disable=SC2034 # used by the scripts that source this file
 PODMAN_ULIMITS=(--ulimit "nofile=$_hard_nofile:$_hard_nofile" --ulimit "nproc=$_hard_nproc:$_hard_nproc")
-PODMAN=(podman --runtime /usr/sbin/runc)
+PODMAN=("${PODMAN_BIN:-podman}" --runtime /usr/sbin/runc)
 
 log() { printf '[%s] %s\n' "${LOG_NAME:-images}" "$*" >&2; }
 
