@@ -192,7 +192,7 @@ describe('the images, run as deploy/base runs them (podman, runc)', function () 
       }
     });
 
-    it('hold node and the bundles only: no npm, npx or corepack, no TypeScript sources or source text, no keys file, no build-time CA or npmrc', async () => {
+    it('hold node and the bundles only: no npm, npx or corepack, no TypeScript sources or source text, no keys file, no build-time CA or npmrc, no dangling link', async () => {
       const script = `
         const fs = require('node:fs');
         const exists = (path) => { try { fs.lstatSync(path); return true; } catch { return false; } };
@@ -205,6 +205,8 @@ describe('the images, run as deploy/base runs them (podman, runc)', function () 
           typescript: files.filter((file) => /\\.(ts|mts|cts)$/.test(file) && !file.endsWith('.d.ts')),
           maps: files.filter((file) => file.endsWith('.map')).map((file) => ({ file, keys: Object.keys(JSON.parse(fs.readFileSync(file, 'utf8'))) })),
           keyFiles: files.filter((file) => /keys?\\.(ya?ml|json)$/.test(file)),
+          dangling: fs.readdirSync('/app', { recursive: true }).map((path) => '/app/' + path)
+            .filter((path) => fs.lstatSync(path).isSymbolicLink() && !fs.existsSync(path)),
         }));`;
       for (const service of SERVICES) {
         const facts = JSON.parse(await podman(['run', '--rm', '--network', 'none', '--entrypoint', 'node', imageName(service), '-e', script]));
@@ -213,6 +215,7 @@ describe('the images, run as deploy/base runs them (podman, runc)', function () 
         expect(facts.maps.map((map: any) => map.file), service).to.include(`/app/${service}/dist/main.js.map`);
         for (const map of facts.maps) expect(map.keys, map.file).to.not.include('sourcesContent');
         expect(facts.keyFiles, service).to.deep.equal([]);
+        expect(facts.dangling, service).to.deep.equal([]);
       }
     });
   });
