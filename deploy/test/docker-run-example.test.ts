@@ -56,56 +56,59 @@ function bash(script: string, cwd: string, env: NodeJS.ProcessEnv): Promise<{ co
 describe("docs/deploy.md: the docker run example works as written (podman standing in for docker)", function () {
   this.timeout(180_000);
   const commands = documentedCommands(readFileSync(join(ROOT, 'docs', 'deploy.md'), 'utf8'));
-  let cwd: string | undefined;
-
-  before(async function () {
-    this.timeout(30 * 60_000);
-    podmanOrSkip(this);
-    await buildImages();
-    cwd = mkdtempSync(join(tmpdir(), 'petstore-docker-run-'));
-  });
-  after(() => {
-    if (cwd !== undefined) rmSync(cwd, { recursive: true, force: true });
-  });
 
   it('parses: commands, and what each prints', () => {
     expect(commands.some((command) => /^docker run .*--name gateway/s.test(command.text))).to.equal(true);
     expect(commands.filter((command) => command.output.length > 0).length).to.be.at.least(3);
   });
 
-  it('runs: the gateway answers with a key made by its own image, both containers stop with exit 0, nothing is left behind', async () => {
-    const port = await freePort();
-    const names = commands.flatMap((command) => [...command.text.matchAll(/--name (\S+)/g)].map((match) => match[1]!));
-    const networks = commands.flatMap((command) => [...command.text.matchAll(/docker network create (\S+)/g)].map((match) => match[1]!));
-    expect(names).to.have.members(['gateway', 'pet-service']);
-    const steps = commands.map((command, index) => `printf '\\n@@%d\\n' ${index}\n${command.text.replaceAll('-p 8080:', `-p ${port}:`).replaceAll('localhost:8080', `localhost:${port}`)}`);
-    const script = `
-      exec 9>"\${PETSTORE_IMAGES_CACHE:-/var/cache/petstore-images}/docker-run-example.lock"
-      flock 9
-      docker() { "$PODMAN_SH" "$@"; }
-      for name in ${names.join(' ')}; do
-        if docker container exists "$name"; then echo "a container named $name exists; the example needs the name" >&2; exit 3; fi
-      done
-      for network in ${networks.join(' ')}; do
-        if docker network exists "$network"; then echo "a network named $network exists; the example needs the name" >&2; exit 3; fi
-      done
-      trap 'code=$?; docker rm --force --time 0 ${names.join(' ')} >/dev/null 2>&1 || true; docker network rm ${networks.join(' ')} >/dev/null 2>&1 || true; exit $code' EXIT
-      set -euo pipefail
-      ${steps.join('\n')}
-      printf '\\n@@end\\n'
-      for name in ${names.join(' ')}; do if docker container exists "$name"; then echo "left behind: container $name"; fi; done
-      for network in ${networks.join(' ')}; do if docker network exists "$network"; then echo "left behind: network $network"; fi; done
-    `;
-    const [images, tag] = imageName('gateway').split(/\/gateway:/);
-    const { code, stdout, stderr } = await bash(script, cwd!, { PODMAN_SH, IMAGES: images, TAG: tag });
-    expect(code, `exit ${code}\n${stdout}\n${stderr}`).to.equal(0);
-    // What each step printed, by its marker.
-    const parts = stdout.split(/\n@@(\d+|end)\n/);
-    const printed = new Map<string, string[]>();
-    for (let i = 1; i < parts.length; i += 2) printed.set(parts[i]!, parts[i + 1]!.split('\n').filter((line) => line !== ''));
-    commands.forEach((command, index) => {
-      if (command.output.length > 0) expect(printed.get(String(index)), command.text).to.deep.equal(command.output);
+  describe('run with podman', () => {
+    let cwd: string | undefined;
+
+    before(async function () {
+      this.timeout(30 * 60_000);
+      podmanOrSkip(this);
+      await buildImages();
+      cwd = mkdtempSync(join(tmpdir(), 'petstore-docker-run-'));
     });
-    expect(printed.get('end'), 'left behind').to.deep.equal([]);
+    after(() => {
+      if (cwd !== undefined) rmSync(cwd, { recursive: true, force: true });
+    });
+
+    it('runs: the gateway answers with a key made by its own image, both containers stop with exit 0, nothing is left behind', async () => {
+      const port = await freePort();
+      const names = commands.flatMap((command) => [...command.text.matchAll(/--name (\S+)/g)].map((match) => match[1]!));
+      const networks = commands.flatMap((command) => [...command.text.matchAll(/docker network create (\S+)/g)].map((match) => match[1]!));
+      expect(names).to.have.members(['gateway', 'pet-service']);
+      const steps = commands.map((command, index) => `printf '\\n@@%d\\n' ${index}\n${command.text.replaceAll('-p 8080:', `-p ${port}:`).replaceAll('localhost:8080', `localhost:${port}`)}`);
+      const script = `
+        exec 9>"\${PETSTORE_IMAGES_CACHE:-/var/cache/petstore-images}/docker-run-example.lock"
+        flock 9
+        docker() { "$PODMAN_SH" "$@"; }
+        for name in ${names.join(' ')}; do
+          if docker container exists "$name"; then echo "a container named $name exists; the example needs the name" >&2; exit 3; fi
+        done
+        for network in ${networks.join(' ')}; do
+          if docker network exists "$network"; then echo "a network named $network exists; the example needs the name" >&2; exit 3; fi
+        done
+        trap 'code=$?; docker rm --force --time 0 ${names.join(' ')} >/dev/null 2>&1 || true; docker network rm ${networks.join(' ')} >/dev/null 2>&1 || true; exit $code' EXIT
+        set -euo pipefail
+        ${steps.join('\n')}
+        printf '\\n@@end\\n'
+        for name in ${names.join(' ')}; do if docker container exists "$name"; then echo "left behind: container $name"; fi; done
+        for network in ${networks.join(' ')}; do if docker network exists "$network"; then echo "left behind: network $network"; fi; done
+      `;
+      const [images, tag] = imageName('gateway').split(/\/gateway:/);
+      const { code, stdout, stderr } = await bash(script, cwd!, { PODMAN_SH, IMAGES: images, TAG: tag });
+      expect(code, `exit ${code}\n${stdout}\n${stderr}`).to.equal(0);
+      // What each step printed, by its marker.
+      const parts = stdout.split(/\n@@(\d+|end)\n/);
+      const printed = new Map<string, string[]>();
+      for (let i = 1; i < parts.length; i += 2) printed.set(parts[i]!, parts[i + 1]!.split('\n').filter((line) => line !== ''));
+      commands.forEach((command, index) => {
+        if (command.output.length > 0) expect(printed.get(String(index)), command.text).to.deep.equal(command.output);
+      });
+      expect(printed.get('end'), 'left behind').to.deep.equal([]);
+    });
   });
 });
