@@ -149,7 +149,12 @@ describe('the images, run as deploy/base runs them (podman, runc)', function () 
       published.set(port, Number(address.split(':').pop()));
     }
     const hostPort = (port: string | number) => published.get(typeof port === 'number' ? port : plan.ports[port]!)!;
-    await waitFor(() => probeOnce(plan.readinessProbe, hostPort), 30_000, () => `${service} never passed its readiness probe`);
+    try {
+      await waitFor(() => probeOnce(plan.readinessProbe, hostPort), 30_000);
+    } catch (error) {
+      const logs = await containerLogs(name).catch((reason: unknown) => [String(reason)]);
+      throw new Error(`${service} never passed its readiness probe; its log:\n${logs.join('\n')}`, { cause: error });
+    }
     return { name, plan, hostPort };
   }
 
