@@ -3,8 +3,12 @@
 # a Docker daemon or a registry (CI, and the cluster suite in deploy/e2e/, which loads them into
 # containerd):
 #
+#   deploy/images/build.sh [<tag>]
 #   localhost/petstore/gateway:<tag>
-#   localhost/petstore/pet-service:<tag>      <tag>: $PETSTORE_IMAGE_TAG, default e2e
+#   localhost/petstore/pet-service:<tag>      <tag>: the argument, else $PETSTORE_IMAGE_TAG, else e2e
+#
+# podman's image store is the machine's: checkouts that build at the same time on one machine
+# need tags of their own, or each runs what the other built last.
 #
 # First the Dockerfiles' base, node:<version>-bookworm-slim, is built here when missing
 # (base-image.sh: a stand-in tagged with the official name, cached between runs), then both
@@ -24,7 +28,7 @@ LOG_NAME=build-images
 # shellcheck source=lib.sh
 source "$here/lib.sh"
 
-TAG="${PETSTORE_IMAGE_TAG:-e2e}"
+TAG="${1:-${PETSTORE_IMAGE_TAG:-e2e}}"
 SERVICES=(gateway pet-service)
 
 take_images_lock
