@@ -19,7 +19,7 @@ source "$here/lib.sh"
 IMAGE=localhost/petstore/debian:bookworm-minbase
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 SECURITY_MIRROR="${DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}"
-RECIPE="$(cat "$here/debian-image.sh" | sha256sum | cut -c1-16)"
+RECIPE="$(sha256sum <"$here/debian-image.sh" | cut -c1-16)"
 
 take_images_lock
 if [[ "$(image_label "$IMAGE" petstore.recipe)" == "$RECIPE" ]]; then
