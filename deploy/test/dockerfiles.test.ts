@@ -42,7 +42,7 @@ describe('Dockerfiles (static checks; no Docker engine needed)', () => {
     describe(path, () => {
       const text = read(path);
 
-      it('keeps every rule: pinned LTS slim base, npm only in the build stage, copies that exist, non-root, ports, entry point, heap flags', () => {
+      it('keeps every rule: pinned LTS slim base, npm only in the build stage and removed from the runtime stage, copies that exist, non-root, ports, entry point, heap flags', () => {
         expect(checkDockerfile(text, expected)).to.deep.equal([]);
       });
 
@@ -61,6 +61,9 @@ describe('Dockerfiles (static checks; no Docker engine needed)', () => {
         ['an entry point the build does not produce', (t) => t.replace(/dist\/main\.js"\]/, 'dist/server.js"]'), /not a file npm run build produces/],
         ['an entry point the runtime stage does not copy', (t) => t.replace(/^COPY --from=build \/app\/(gateway|pet-service)\/dist .*$/m, ''), /does not copy it from the build stage/],
         ['no heap ceiling', (t) => t.replace(/"--max-old-space-size=\d+", /, ''), /needs --max-old-space-size/],
+        ['npm left in the runtime stage', (t) => t.replace(/^RUN rm -rf \/usr\/local\/lib\/node_modules .*$/m, ''), /keeps \/usr\/local\/lib\/node_modules.*\n.*keeps \/usr\/local\/bin\/npm\b.*\n.*keeps \/usr\/local\/bin\/npx/],
+        ['npx left in the runtime stage', (t) => t.replace(' /usr/local/bin/npx ', ' '), /^the runtime stage keeps \/usr\/local\/bin\/npx:[^\n]*$/],
+        ['a removal that also runs npm', (t) => t.replace(/^RUN rm -rf (\/usr\/local\/lib\/node_modules .*)$/m, 'RUN npm cache clean --force && rm -rf $1'), /the runtime stage runs RUN npm cache clean/],
         ['npm ci in the runtime stage', (t) => t.replace(/^USER /m, 'RUN npm ci --omit=dev\nUSER '), /runtime stage installs packages/],
         ['no proto/ in the build stage', (t) => t.replace(/^COPY proto\/ proto\/$/m, ''), /does not copy proto/],
         ['a secret in ENV', (t) => t.replace('ENV NODE_ENV=production', 'ENV NODE_ENV=production\nENV PAGE_TOKEN_SECRET=s3cret'), /a secret baked into the image/],

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { expectClosed, holdHttpRequest, run, signalWithCallInFlight, type Started } from '../../system-test/support/commands';
 import { freePort } from '../../system-test/support/redis-server';
+import { BUILD_ENTRIES } from '../../scripts/build-entries';
 import { entrypoint, parseDockerfile } from './support/dockerfile';
 
 const ROOT = join(__dirname, '..', '..');
@@ -71,6 +72,15 @@ describe("SIGTERM to each image's entrypoint", function () {
     const exited = once(gateway.child, 'exit');
     gateway.child.kill('SIGTERM');
     expect(await exited).to.deep.equal([0, null]);
+  });
+
+  it("bundles' source maps name the TypeScript files and lines but carry no source text (the images ship none)", () => {
+    for (const output of Object.keys(BUILD_ENTRIES)) {
+      const map = JSON.parse(readFileSync(join(ROOT, `${output}.js.map`), 'utf8')) as { sources: string[]; mappings: string };
+      expect(map.sources.filter((source) => source.endsWith('.ts')), output).to.not.deep.equal([]);
+      expect(map.mappings, output).to.not.equal('');
+      expect(map, output).to.not.have.property('sourcesContent');
+    }
   });
 
   it('pet service: finishes the in-flight call OK, closes its ports and exits 0', async () => {

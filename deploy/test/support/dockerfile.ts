@@ -158,6 +158,8 @@ export interface ImageExpectations {
   readonly nodeVersion: string;
 }
 
+/** What the node base images install besides node: npm and npx (with corepack, where bundled). */
+const PACKAGE_MANAGER_PATHS = ['/usr/local/lib/node_modules', '/usr/local/bin/npm', '/usr/local/bin/npx'];
 const NODE_SLIM = /^node:((\d+)\.\d+\.\d+)-(bookworm|bullseye|trixie)-slim(@sha256:[0-9a-f]{64})?$/;
 const SECRET_NAME = /SECRET|TOKEN|PASSWORD|PASSWD|API_?KEY|PRIVATE/i;
 
@@ -190,10 +192,16 @@ export function checkDockerfile(text: string, expected: ImageExpectations): stri
   const installs = (stage: Stage) => stage.instructions.some((i) => i.keyword === 'RUN' && /\bnpm (ci|install|i)\b/.test(i.text));
   if (!build.some(installs)) problems.push('no build stage runs npm ci');
   if (installs(final)) problems.push('the runtime stage installs packages; only the build stage may');
+  const removal = (instruction: Instruction) => instruction.keyword === 'RUN' && /^rm -rf( \S+)+$/.test(instruction.text);
   for (const instruction of final.instructions) {
+    if (removal(instruction)) continue;
     if (/\b(npm|npx|tsx)\b/.test(instruction.text) && ['RUN', 'CMD', 'ENTRYPOINT'].includes(instruction.keyword)) {
       problems.push(`line ${instruction.line}: the runtime stage runs ${instruction.keyword} ${instruction.text}`);
     }
+  }
+  const removed = final.instructions.filter(removal).flatMap((instruction) => instruction.text.split(/\s+/).slice(2));
+  for (const path of PACKAGE_MANAGER_PATHS) {
+    if (!removed.includes(path)) problems.push(`the runtime stage keeps ${path}: the base's package manager must not reach the running image`);
   }
   if (!build.some((stage) => stage.instructions.some((i) => i.keyword === 'RUN' && /\bnpm run build\b/.test(i.text)))) {
     problems.push('no build stage runs npm run build');
