@@ -1,6 +1,15 @@
 import cluster from 'node:cluster';
 import { join } from 'node:path';
-import { ConfigError, createLogger, createTracing, flushThenExit, installCrashHandlers, logExportFailures, shutdownOnSignal } from '@petstore/runtime';
+import {
+  ConfigError,
+  createLogger,
+  createTracing,
+  flushThenExit,
+  installCrashHandlers,
+  logExportFailures,
+  logStrayOutput,
+  shutdownOnSignal,
+} from '@petstore/runtime';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { type AdminAppOptions, createAdminApp } from './admin/admin-app';
@@ -278,12 +287,14 @@ const logger = createLogger({
   pretty: settings.config.logPretty,
   worker: cluster.isWorker ? cluster.worker!.id : undefined,
 });
+logStrayOutput({ console, process }, logger);
 installCrashHandlers(logger);
 const main = settings.config.workers > 1 && cluster.isPrimary ? supervise : serve;
 main(settings, logger).catch((error: unknown) => {
   if (error instanceof ConfigError) {
-    // The same one line as a bad variable: what to change, not a stack.
-    console.error(error.message);
+    // The same one line as a bad variable: what to change, not a stack. Written directly:
+    // console goes to the log.
+    process.stderr.write(`${error.message}\n`);
     flushThenExit(logger, 1);
     return;
   }

@@ -1,4 +1,4 @@
-import { createLogger, createTracing, flushThenExit, installCrashHandlers, logExportFailures, shutdownOnSignal } from '@petstore/runtime';
+import { createLogger, createTracing, flushThenExit, installCrashHandlers, logExportFailures, logStrayOutput, shutdownOnSignal } from '@petstore/runtime';
 import type { Logger } from 'pino';
 import { startAdminServer } from './observability/admin-server';
 import { parseConfig, type PetServiceConfig } from './config';
@@ -62,6 +62,7 @@ async function main(config: PetServiceConfig, logger: Logger): Promise<void> {
 
 const config = readConfig();
 const logger = createLogger({ service: 'pet-service', level: config.logLevel, pretty: config.logPretty });
+logStrayOutput({ console, process }, logger);
 installCrashHandlers(logger);
 main(config, logger).catch((error: unknown) => {
   logger.fatal({ err: error }, 'pet service failed to start');
