@@ -10,6 +10,7 @@ export * from './src/logger';
 export * from './src/report-throttle';
 export * from './src/service-env';
 export * from './src/shutdown';
+export * from './src/startup-error';
 export * from './src/stray-output';
 export * from './src/tracing';
 export * from './src/tracing-env';

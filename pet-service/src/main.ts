@@ -1,4 +1,13 @@
-import { createLogger, createTracing, flushThenExit, installCrashHandlers, logExportFailures, logStrayOutput, shutdownOnSignal } from '@petstore/runtime';
+import {
+  createLogger,
+  createTracing,
+  exitAfterStartupFailure,
+  installCrashHandlers,
+  listenFailure,
+  logExportFailures,
+  logStrayOutput,
+  shutdownOnSignal,
+} from '@petstore/runtime';
 import type { Logger } from 'pino';
 import { startAdminServer } from './observability/admin-server';
 import { parseConfig, type PetServiceConfig } from './config';
@@ -35,8 +44,12 @@ async function main(config: PetServiceConfig, logger: Logger): Promise<void> {
   const writeTimeMs = config.mongodbUri === undefined ? 0 : config.mongodbTimeoutMs;
   const tracing = createTracing(config.tracing, { onExportFailure: logExportFailures(logger) });
   const store = config.mongodbUri === undefined ? { system: 'memory' } : { system: 'mongodb', namespace: config.mongodbDatabase };
-  const server = await createServer({ ...config, writeTimeMs, repository, logger, metrics, tracer: tracing.tracer, store });
-  const admin = await startAdminServer(metrics.registry, config.host, config.adminPort);
+  const server = await createServer({ ...config, writeTimeMs, repository, logger, metrics, tracer: tracing.tracer, store }).catch((error: unknown) => {
+    throw listenFailure(error, 'PET_SERVICE_PORT', config.port);
+  });
+  const admin = await startAdminServer(metrics.registry, config.host, config.adminPort).catch((error: unknown) => {
+    throw listenFailure(error, config.adminPortVariable, config.adminPort);
+  });
   logger.info(
     { port: server.port, adminPort: admin.port, store: config.mongodbUri === undefined ? 'memory' : 'mongodb' },
     'pet service listening',
@@ -45,7 +58,8 @@ async function main(config: PetServiceConfig, logger: Logger): Promise<void> {
   // SIGTERM: health reports NOT_SERVING at once while calls are still served for
   // SHUTDOWN_DELAY_MS; then the server stops taking calls. Exit within SHUTDOWN_TIMEOUT_MS after
   // the delay whatever still hangs (calls, closing the store or the admin listener); calls
-  // cancelled at the timeout make the exit code 1.
+  // cancelled at the timeout make the exit code 1. The same when the process that started this
+  // one over an IPC channel (`npm start`) is gone.
   shutdownOnSignal({
     logger,
     delayMs: config.shutdownDelayMs,
@@ -57,6 +71,7 @@ async function main(config: PetServiceConfig, logger: Logger): Promise<void> {
       if (forced) logger.error('cancelled calls that outlived SHUTDOWN_TIMEOUT_MS');
       return forced ? 1 : 0;
     },
+    parent: process.channel === undefined ? undefined : process,
   });
 }
 
@@ -64,7 +79,4 @@ const config = readConfig();
 const logger = createLogger({ service: 'pet-service', level: config.logLevel, pretty: config.logPretty });
 logStrayOutput({ console, process }, logger);
 installCrashHandlers(logger);
-main(config, logger).catch((error: unknown) => {
-  logger.fatal({ err: error }, 'pet service failed to start');
-  flushThenExit(logger, 1);
-});
+main(config, logger).catch((error: unknown) => exitAfterStartupFailure(logger, error, 'pet service failed to start'));
