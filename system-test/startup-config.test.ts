@@ -4,7 +4,8 @@ import { createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { freePort, type RedisServer, startRedisOrSkip } from './support/redis-server';
+import { startMongoOrSkip } from './support/mongo-server';
+import { type RedisServer, startRedisOrSkip } from './support/redis-server';
 
 const ROOT = join(__dirname, '..');
 
@@ -68,14 +69,22 @@ describe('startup with bad configuration: one line naming the setting, exit 1', 
     });
   }
 
-  it('pet-service: MONGODB_URI on a closed port names the host and the cause, and exits 1', async () => {
-    const closed = await freePort();
-    const result = await start('pet-service', { MONGODB_URI: `mongodb://127.0.0.1:${closed}`, MONGODB_TIMEOUT_MS: '500' });
-    expect(result.status, result.stderr).to.equal(1);
-    const fatal = `${result.stdout}${result.stderr}`.split('\n').filter((line) => line.includes('"level":60'));
-    expect(fatal, result.stdout).to.have.length(1);
-    const { err } = JSON.parse(fatal[0]!) as { err: { message: string } };
-    expect(err.message).to.equal(`pet store unavailable: MongoDB at 127.0.0.1:${closed}: connect ECONNREFUSED 127.0.0.1:${closed}`);
+  it('pet-service: MongoDB refusing the credentials is one line naming MONGODB_URI, and exit 1 (waiting would not fix it)', async function () {
+    const mongo = await startMongoOrSkip(this);
+    try {
+      const uri = new URL(mongo.uri);
+      uri.username = 'nobody';
+      uri.password = 'hunter2';
+      const result = await start('pet-service', { MONGODB_URI: uri.toString() });
+      expect(result.status, result.stderr).to.equal(1);
+      const lines = result.stderr.trim().split('\n');
+      expect(lines, result.stderr).to.have.length(1);
+      expect(lines[0]).to.match(new RegExp(`^MONGODB_URI: MongoDB at ${uri.host} refuses the pet service: \\S`));
+      expect(lines[0]).to.not.include('hunter2');
+      expectJsonLines(result.stdout);
+    } finally {
+      await mongo.close();
+    }
   });
 });
 
