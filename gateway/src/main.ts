@@ -32,6 +32,7 @@ import { petServiceHealthCheck, type ReadinessCheck } from './pet-service-client
 import { checkAtStartup, connectRedis, disconnectRedis } from './rate-limit/redis-connection';
 import { createMisconfigurationMonitor } from './rate-limit/redis-misconfiguration';
 import { RedisRateLimiter } from './rate-limit/redis-rate-limiter';
+import { logSentinelErrors } from './rate-limit/sentinel-connector';
 import { startupFailureMessage, startWorkerPool } from './cluster/worker-pool';
 import { loadRoutesFile, type ProxyRoute } from './upstream/routes-file';
 import { upstreamChecks } from './upstream/upstream-readiness';
@@ -73,7 +74,12 @@ async function createLimiter(config: GatewayConfig, logger: Logger, metrics?: Ga
     count: () => metrics?.rateLimiterRedisMisconfigurations.inc(),
     now: () => performance.now(),
   });
-  const redis = connectRedis({ target, commandTimeoutMs: config.redisCommandTimeoutMs, onError: (error) => monitor.report(error) });
+  const redis = connectRedis({
+    target,
+    commandTimeoutMs: config.redisCommandTimeoutMs,
+    onError: (error) => monitor.report(error),
+    onSentinelError: logSentinelErrors(logger),
+  });
   const startup = await checkAtStartup(redis, target, config.redisStartupWaitMs);
   if (startup.state === 'misconfigured') {
     disconnectRedis(redis);
