@@ -12,6 +12,7 @@ import {
   signalWithCallInFlight,
   type Started,
 } from './support/commands';
+import { findExecutable, pendingOrRequired } from './support/executables';
 import { freePort } from './support/redis-server';
 import { waitFor } from './support/wait-for';
 
@@ -164,6 +165,21 @@ describe('npm start: no service outlives it, however its processes die', functio
     expect(shutdowns(started)).to.deep.equal(['gateway SIGTERM', 'pet-service SIGTERM']);
     // The gateway reads SIGHUP as "reload the keys file": it never got the terminal's.
     expect(started.lines.some((line) => line.includes('"reason":"SIGHUP"'))).to.equal(false);
+  });
+
+  // What a terminal emulator's window closing does: the pseudo-terminal hangs up, SIGHUP goes to its
+  // foreground group, and every later write to it fails with EIO (which hung the services' exit).
+  it('the terminal itself goes (a real pseudo-terminal whose emulator is killed): nothing is left, every port is free', async function () {
+    const script =
+      findExecutable('SCRIPT_BIN', 'script', '/usr/bin/script') ?? pendingOrRequired(this, 'REQUIRE_SCRIPT', 'script (util-linux) not found, to give npm start a terminal');
+    const p = await ports('gateway', 'gatewayAdmin', 'pet', 'petAdmin');
+    // script runs npm start on a pseudo-terminal of its own and copies what it shows to stdout.
+    const started = run(script, ['-qfec', 'npm start', '/dev/null'], startEnv(p), { detached: true });
+    await Promise.all([started.waitForLine('gateway listening'), started.waitForLine('pet service listening')]);
+    tree = processTree(started.child.pid!);
+    expect(tree.filter((entry) => /(gateway|pet-service)\/src\/main\.ts/.test(entry.command)), JSON.stringify(tree)).to.have.length(2);
+    process.kill(started.child.pid!, 'SIGKILL');
+    await expectAllGone(p);
   });
 
   it('SIGKILL to the launcher (the node process npm started): each service sees its channel close and stops; every port is free', async () => {

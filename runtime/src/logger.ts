@@ -1,3 +1,4 @@
+import { writeSync } from 'node:fs';
 import pino, { type Logger } from 'pino';
 
 export interface LoggerOptions {
@@ -27,6 +28,8 @@ export const REDACTED_PATHS: readonly string[] = [
   'err.req.headers.authorization',
 ];
 
+const STDOUT = 1;
+
 /**
  * JSON lines on stdout. The Authorization header is redacted where it might appear
  * ({@link REDACTED_PATHS}), as a second line of defence: request lines never serialise headers in
@@ -44,9 +47,50 @@ export function createLogger(options: LoggerOptions): Logger {
   // exits go through flushThenExit so none is lost. Each write is whole lines and at most 4096
   // bytes (PIPE_BUF): cluster workers share the primary's stdout, and only writes that small stay
   // whole on a pipe that several processes write to.
-  const destination = pino.destination({ dest: 1, sync: false, minLength: 2048, maxWrite: 4096 });
+  const destination = pino.destination({ dest: STDOUT, sync: false, minLength: 2048, maxWrite: 4096 });
+  stopWritingWhenOutputIsGone(destination, STDOUT);
   setInterval(() => destination.flush(), 100).unref();
   return pino(settings, destination);
+}
+
+/** Write errors that mean nobody will ever read the output: a closed terminal (EIO), a closed pipe. */
+const OUTPUT_GONE = new Set(['EIO', 'EPIPE']);
+
+/**
+ * Drops log lines for good once stdout is gone. A closed terminal fails every write with EIO,
+ * which pino does not stop on (only on EPIPE): sonic-boom (4.2) reports it from an asynchronous
+ * write as an error, which would crash the service, and retries it without end from the
+ * synchronous flush pino runs at exit, which hangs the process after it closed its ports. With
+ * `npm start` in a terminal that was closed, the services could then neither shut down nor exit.
+ * Other write errors still end the process, as before.
+ */
+function stopWritingWhenOutputIsGone(destination: ReturnType<typeof pino.destination>, fd: number): void {
+  let gone = false;
+  const silence = (): void => {
+    gone = true;
+    destination.write = () => true;
+    destination.flush = (callback) => void callback?.();
+    destination.flushSync = () => undefined;
+    destination.end = () => undefined;
+  };
+  destination.on('error', (error: NodeJS.ErrnoException) => {
+    if (!OUTPUT_GONE.has(String(error.code))) throw error;
+    silence();
+  });
+  const flushSync = destination.flushSync.bind(destination);
+  destination.flushSync = () => {
+    if (gone) return;
+    // A write of nothing fails as any write would on a closed terminal, and costs nothing elsewhere.
+    try {
+      writeSync(fd, '');
+    } catch (error) {
+      if (OUTPUT_GONE.has(String((error as NodeJS.ErrnoException).code))) {
+        silence();
+        return;
+      }
+    }
+    flushSync();
+  };
 }
 
 /**
