@@ -72,6 +72,24 @@ describe('a Redis that answers but cannot hold the counters: refused at start-up
     await waitFor(async () => (await status()) === 200 && (await readiness()).checks.redis === 'ok', 15_000);
   });
 
+  // ioredis writes this warning with console.warn at every connection whose ready check may not
+  // run INFO; as text on stderr it broke a log pipeline that reads JSON lines (issue 34).
+  it('logs ioredis’s own warning (a user that may not run INFO) as one JSON line of the gateway’s, nothing on stderr', async () => {
+    await withClient(redis.port, async (client) => {
+      await client.call('ACL', 'SETUSER', 'default', '-info');
+      await client.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+    });
+    try {
+      const line = await gateway.waitForLog((logged) => /Skipping the ready check because INFO command fails/.test(String(logged.msg)));
+      expect(line).to.include({ level: 40, source: 'console', occurrences: 1 });
+      expect(String(line.msg)).to.match(/NOPERM/);
+      expect(await status()).to.equal(200);
+    } finally {
+      await withClient(redis.port, (client) => client.call('ACL', 'SETUSER', 'default', '+info'));
+    }
+    expect(gateway.errorLines).to.deep.equal([]);
+  });
+
   /**
    * The error-level lines matching `pattern`, once there is one: the gateway's log is written in
    * batches, so requests are sent meanwhile to fill and flush them.

@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import { type RedisSentinelServers, expectOneLineRefusals, startRedisSentinelOrSkip } from './support/redis-topologies';
 import { runKeysCli } from './support/keys-cli';
 import { burstWithinOneMinute, type ReplicaSet, startReplicaSet } from './support/replica-set';
-import type { LogLine, ServiceProcess } from './support/service-process';
+import { type LogLine, type ServiceProcess, startService } from './support/service-process';
+import { freePort } from './support/redis-server';
 import { Traffic } from './support/traffic';
 import { waitFor } from './support/wait-for';
 
@@ -110,6 +111,66 @@ describe('two gateway processes on a Sentinel-managed Redis (REDIS_SENTINELS, se
     }
     // Each burst banned its key (a burst that straddled a minute moved on to the next key).
     expect(outcomes.filter((line) => line.startsWith('ban lifted')), outcomes.join('\n')).to.have.length.at.least(2);
+  });
+});
+
+/**
+ * Issue 34: ioredis's failover detector opens a client to every Sentinel it knows, with no 'error'
+ * listener, so a listed Sentinel that does not resolve (a StatefulSet member not scheduled yet) or
+ * refuses connections made ioredis print `[ioredis] Unhandled error event:` and a stack on stderr,
+ * once a minute and again after every reconnection, a failover's included.
+ */
+describe('a gateway whose REDIS_SENTINELS lists a name that does not resolve and a port nobody listens on: JSON lines only, through a failover', function () {
+  this.timeout(120_000);
+  const SENTINEL_LINE = 'Redis Sentinel not answering; the others are asked meanwhile';
+  let servers: RedisSentinelServers;
+  let gateway: ServiceProcess | undefined;
+
+  before(async function () {
+    servers = await startRedisSentinelOrSkip(this, { downAfterMs: DOWN_AFTER_MS, dataPassword: DATA_PASSWORD, sentinelPassword: SENTINEL_PASSWORD });
+  });
+  after(async () => {
+    await gateway?.stop();
+    await servers?.stop();
+  });
+
+  it('logs each unanswering Sentinel as one warn line a minute (every attempt at debug), and nothing but JSON', async () => {
+    const missing = 'redis-9.redis.petstore.invalid:26379';
+    const refusing = `127.0.0.1:${await freePort()}`;
+    gateway = await startService('gateway', {
+      REDIS_SENTINELS: `${servers.sentinelList},${missing},${refusing}`,
+      REDIS_SENTINEL_MASTER: servers.masterName,
+      REDIS_PASSWORD: DATA_PASSWORD,
+      REDIS_SENTINEL_PASSWORD: SENTINEL_PASSWORD,
+      PET_SERVICE_ADDR: '127.0.0.1:9',
+      LOG_LEVEL: 'debug',
+    });
+    const about = (sentinel: string): LogLine[] => gateway!.logs.filter((line) => line.msg === SENTINEL_LINE && line.sentinel === sentinel);
+    // Once on the master, the failover detector dials every Sentinel listed.
+    await waitFor(() => about(missing).length > 0 && about(refusing).length > 0, 20_000, () => gateway!.lines.join('\n'));
+    const seen = { [missing]: about(missing).length, [refusing]: about(refusing).length };
+
+    // The master dies: the gateway reconnects to the promoted replica, and a new failover detector
+    // dials every Sentinel again, within the same minute.
+    process.kill(servers.master.pid, 'SIGKILL');
+    await waitFor(async () => (await servers.masterPort().catch(() => servers.master.port)) === servers.replica.port, 30_000);
+    await waitFor(() => about(missing).length > seen[missing]! && about(refusing).length > seen[refusing]!, 30_000, () => gateway!.lines.join('\n'));
+
+    for (const sentinel of [missing, refusing]) {
+      const warnings = about(sentinel).filter((line) => line.level === 40);
+      expect(warnings, sentinel).to.have.length(1);
+      expect(warnings[0]!.occurrences).to.equal(1);
+      expect(String(warnings[0]!.reason)).to.match(sentinel === missing ? /ENOTFOUND redis-9\.redis\.petstore\.invalid/ : /ECONNREFUSED/);
+    }
+    const notJson = gateway.lines.filter((line) => {
+      try {
+        return typeof JSON.parse(line) !== 'object';
+      } catch {
+        return true;
+      }
+    });
+    expect(notJson, 'stdout lines that are not JSON').to.deep.equal([]);
+    expect(gateway.errorLines, 'stderr').to.deep.equal([]);
   });
 });
 

@@ -1,9 +1,11 @@
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
+import { createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { startMongoOrSkip } from './support/mongo-server';
+import { type RedisServer, startRedisOrSkip } from './support/redis-server';
 
 const ROOT = join(__dirname, '..');
 
@@ -11,15 +13,6 @@ function keysFile(text: string): string {
   const file = join(mkdtempSync(join(tmpdir(), 'bad-keys-')), 'keys.yaml');
   writeFileSync(file, text);
   return file;
-}
-
-function start(service: 'gateway' | 'pet-service', env: NodeJS.ProcessEnv) {
-  return spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, service, 'src', 'main.ts')], {
-    cwd: ROOT,
-    env: { ...process.env, PORT: '0', PET_SERVICE_PORT: '0', ADMIN_PORT: '0', ...env },
-    encoding: 'utf8',
-    timeout: 15_000,
-  });
 }
 
 describe('startup with bad configuration: one line naming the setting, exit 1', function () {
@@ -67,8 +60,8 @@ describe('startup with bad configuration: one line naming the setting, exit 1', 
     ['pet-service', 'LOG_PRETTY', 'true', /^invalid configuration: LOG_PRETTY: /, production],
   ];
   for (const [service, name, value, message, extra = {}] of cases) {
-    it(`${service}: ${name}=${value}${Object.entries(extra).map(([key, setting]) => ` ${key}=${setting}`).join('')}`, () => {
-      const result = start(service, { ...extra, [name]: value });
+    it(`${service}: ${name}=${value}${Object.entries(extra).map(([key, setting]) => ` ${key}=${setting}`).join('')}`, async () => {
+      const result = await start(service, { ...extra, [name]: value });
       expect(result.status, result.stderr).to.equal(1);
       const lines = result.stderr.trim().split('\n');
       expect(lines, result.stderr).to.have.length(1);
@@ -76,25 +69,99 @@ describe('startup with bad configuration: one line naming the setting, exit 1', 
     });
   }
 
-  it('pet-service: MONGODB_URI on a closed port names the host and the cause, and exits 1', async () => {
-    const closed = await closedPort();
-    const result = start('pet-service', { MONGODB_URI: `mongodb://127.0.0.1:${closed}`, MONGODB_TIMEOUT_MS: '500' });
-    expect(result.status, result.stderr).to.equal(1);
-    const fatal = `${result.stdout}${result.stderr}`.split('\n').filter((line) => line.includes('"level":60'));
-    expect(fatal, result.stdout).to.have.length(1);
-    const { err } = JSON.parse(fatal[0]!) as { err: { message: string } };
-    expect(err.message).to.equal(`pet store unavailable: MongoDB at 127.0.0.1:${closed}: connect ECONNREFUSED 127.0.0.1:${closed}`);
+  it('pet-service: MongoDB refusing the credentials is one line naming MONGODB_URI, and exit 1 (waiting would not fix it)', async function () {
+    const mongo = await startMongoOrSkip(this);
+    try {
+      const uri = new URL(mongo.uri);
+      uri.username = 'nobody';
+      uri.password = 'hunter2';
+      const result = await start('pet-service', { MONGODB_URI: uri.toString() });
+      expect(result.status, result.stderr).to.equal(1);
+      const lines = result.stderr.trim().split('\n');
+      expect(lines, result.stderr).to.have.length(1);
+      expect(lines[0]).to.match(new RegExp(`^MONGODB_URI: MongoDB at ${uri.host} refuses the pet service: \\S`));
+      expect(lines[0]).to.not.include('hunter2');
+      expectJsonLines(result.stdout);
+    } finally {
+      await mongo.close();
+    }
   });
 });
 
-/** A port nothing listens on: bound, then released. */
-function closedPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
+/**
+ * A listener whose port is taken (issue 33: grpc-js's `No address added out of total 1 resolved
+ * errors: [listen EADDRINUSE ...]`, or a stack) is one line naming the variable that set the port,
+ * and exit 1: every listener of both services, the gateway's also with workers.
+ */
+describe('startup with a port already in use: one line naming the variable, exit 1', function () {
+  this.timeout(20_000);
+  let holder: Server | undefined;
+
+  afterEach(async () => {
+    if (holder !== undefined) await new Promise((resolve) => holder!.close(resolve));
+    holder = undefined;
   });
+
+  /** Starts `service` with `variable` set to a port this test holds, and checks what it said. */
+  async function expectRefusedPort(service: 'gateway' | 'pet-service', variable: string, env: NodeJS.ProcessEnv = {}): Promise<void> {
+    holder = createServer();
+    await new Promise<void>((resolve) => holder!.listen(0, '0.0.0.0', resolve));
+    const port = (holder.address() as AddressInfo).port;
+    const result = await start(service, { ...env, [variable]: String(port) });
+    expect(result.status, result.stderr).to.equal(1);
+    expect(result.stderr.trim().split('\n'), result.stderr).to.deep.equal([`${variable} ${port}: address already in use`]);
+    expectJsonLines(result.stdout);
+  }
+
+  for (const [service, variable, env] of [
+    ['gateway', 'PORT'],
+    ['gateway', 'ADMIN_PORT'],
+    ['pet-service', 'PET_SERVICE_PORT'],
+    ['pet-service', 'ADMIN_PORT'],
+    ['pet-service', 'PET_SERVICE_ADMIN_PORT', { ADMIN_PORT: '0' }],
+  ] as const) {
+    it(`${service}: ${variable}`, () => expectRefusedPort(service, variable, env));
+  }
+
+  describe('gateway with GATEWAY_WORKERS=2 (the primary says it once, for every worker)', () => {
+    let redis: RedisServer | undefined;
+    before(async function () {
+      redis = await startRedisOrSkip(this);
+    });
+    after(async () => redis?.stop());
+
+    for (const variable of ['PORT', 'ADMIN_PORT']) {
+      it(`gateway: ${variable} GATEWAY_WORKERS=2`, () => expectRefusedPort('gateway', variable, { GATEWAY_WORKERS: '2', REDIS_URL: redis!.url }));
+    }
+  });
+});
+
+/** Every line a service wrote on stdout is a JSON object: libraries' own output included. */
+function expectJsonLines(stdout: string): void {
+  for (const line of stdout.split('\n').filter((text) => text !== '')) {
+    expect(() => JSON.parse(line) as unknown, line).to.not.throw();
+  }
+}
+
+/**
+ * Runs a service's `main.ts` until it exits (killed after 15 s). Not `spawnSync`: a listener the
+ * test holds must keep its port, and a FerretDB the test started must keep answering.
+ */
+function start(service: 'gateway' | 'pet-service', env: NodeJS.ProcessEnv): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, service, 'src', 'main.ts')], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: '0', PET_SERVICE_PORT: '0', ADMIN_PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  return new Promise((resolve) =>
+    child.on('close', (status) => {
+      clearTimeout(timer);
+      resolve({ status, stdout, stderr });
+    }),
+  );
 }

@@ -1,6 +1,19 @@
 import cluster from 'node:cluster';
 import { join } from 'node:path';
-import { ConfigError, createLogger, createTracing, flushThenExit, installCrashHandlers, logExportFailures, shutdownOnSignal } from '@petstore/runtime';
+import {
+  ConfigError,
+  createLogger,
+  createTracing,
+  exitAfterStartupFailure,
+  flushThenExit,
+  installCrashHandlers,
+  listenFailure,
+  logExportFailures,
+  logStrayOutput,
+  type ParentChannel,
+  shutdownOnSignal,
+  StartupError,
+} from '@petstore/runtime';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { type AdminAppOptions, createAdminApp } from './admin/admin-app';
@@ -20,7 +33,8 @@ import { checkAtStartup, connectRedis, disconnectRedis } from './rate-limit/redi
 import { createMisconfigurationMonitor } from './rate-limit/redis-misconfiguration';
 import { RedisRateLimiter } from './rate-limit/redis-rate-limiter';
 import { ReplicaHeartbeat } from './rate-limit/replica-heartbeat';
-import { startWorkerPool } from './cluster/worker-pool';
+import { logSentinelErrors } from './rate-limit/sentinel-connector';
+import { startupFailureMessage, startWorkerPool } from './cluster/worker-pool';
 import { loadRoutesFile, type ProxyRoute } from './upstream/routes-file';
 import { upstreamChecks } from './upstream/upstream-readiness';
 
@@ -67,7 +81,12 @@ async function createLimiter(config: GatewayConfig, logger: Logger, counts: bool
     count: () => metrics?.rateLimiterRedisMisconfigurations.inc(),
     now: () => performance.now(),
   });
-  const redis = connectRedis({ target, commandTimeoutMs: config.redisCommandTimeoutMs, onError: (error) => monitor.report(error) });
+  const redis = connectRedis({
+    target,
+    commandTimeoutMs: config.redisCommandTimeoutMs,
+    onError: (error) => monitor.report(error),
+    onSentinelError: logSentinelErrors(logger),
+  });
   const startup = await checkAtStartup(redis, target, config.redisStartupWaitMs);
   if (startup.state === 'misconfigured') {
     disconnectRedis(redis);
@@ -142,7 +161,9 @@ async function serve({ config, apiKeys: initialKeys, routes }: Settings, logger:
     corsOrigins: config.corsOrigins,
     tracer: tracing.tracer,
   });
-  const publicServer = await listen(app, config.host, config.port, config.connectionLimits);
+  const publicServer = await listen(app, config.host, config.port, config.connectionLimits).catch((error: unknown) => {
+    throw listenFailure(error, 'PORT', config.port);
+  });
   let adminServer: ListeningServer | undefined;
   if (cluster.isWorker) {
     logger.info({ port: publicServer.port }, 'gateway worker serving');
@@ -160,8 +181,10 @@ async function serve({ config, apiKeys: initialKeys, routes }: Settings, logger:
   // SIGTERM: readiness fails at once and responses carry `Connection: close`; the listener keeps
   // serving for SHUTDOWN_DELAY_MS (endpoints take that long to stop sending), then closes to new
   // connections, in-flight requests finish, clients close, and the process exits within
-  // SHUTDOWN_TIMEOUT_MS after the delay.
+  // SHUTDOWN_TIMEOUT_MS after the delay. The same when the process that started this one over an
+  // IPC channel (`npm start`) is gone; a worker's channel is the primary's, which stops it itself.
   shutdownOnSignal({
+    parent: cluster.isWorker ? undefined : parentChannel,
     logger,
     delayMs: config.shutdownDelayMs,
     timeoutMs: config.shutdownTimeoutMs,
@@ -210,7 +233,9 @@ async function listenAdmin(config: GatewayConfig, logger: Logger, port: number, 
     adminToken: config.adminToken,
     logger,
   });
-  const adminServer = await listen(admin, config.adminHost, config.adminPort);
+  const adminServer = await listen(admin, config.adminHost, config.adminPort).catch((error: unknown) => {
+    throw listenFailure(error, 'ADMIN_PORT', config.adminPort);
+  });
   logger.info(
     {
       port,
@@ -274,8 +299,10 @@ async function supervise({ config, apiKeys: initialKeys, routes }: Settings, log
 
   // SIGTERM: readiness fails, then every worker drains as a single process would (its own delay
   // included); the primary exits 0 once all have exited cleanly, and 1 otherwise. Workers still
-  // alive a second after their delay and timeout are killed, so none outlives the primary.
+  // alive a second after their delay and timeout are killed, so none outlives the primary. The
+  // same when the process that started the primary over an IPC channel (`npm start`) is gone.
   shutdownOnSignal({
+    parent: parentChannel,
     logger,
     timeoutMs: config.shutdownDelayMs + config.shutdownTimeoutMs + 1000,
     begin: () => (draining = true),
@@ -297,15 +324,16 @@ const logger = createLogger({
   pretty: settings.config.logPretty,
   worker: cluster.isWorker ? cluster.worker!.id : undefined,
 });
+logStrayOutput({ console, process }, logger);
 installCrashHandlers(logger);
+/** The channel to the process that started this one, if it gave one (`npm start` does). */
+const parentChannel: ParentChannel | undefined = process.channel === undefined ? undefined : process;
 const main = settings.config.workers > 1 && cluster.isPrimary ? supervise : serve;
 main(settings, logger).catch((error: unknown) => {
-  if (error instanceof ConfigError) {
-    // The same one line as a bad variable: what to change, not a stack.
-    console.error(error.message);
-    flushThenExit(logger, 1);
+  if (cluster.isWorker && error instanceof StartupError) {
+    // The primary prints the line, once for all its workers.
+    process.send!(startupFailureMessage(error), () => flushThenExit(logger, 1));
     return;
   }
-  logger.fatal({ err: error }, 'gateway failed to start');
-  flushThenExit(logger, 1);
+  exitAfterStartupFailure(logger, error, 'gateway failed to start');
 });

@@ -45,6 +45,8 @@ export interface PetServiceConfig extends ServiceSettings {
   readonly idempotencyMaxKeys: number;
   readonly pageTokenSecret: string;
   readonly adminPort: number;
+  /** The variable `adminPort` came from, which a message about the port names. */
+  readonly adminPortVariable: 'ADMIN_PORT' | 'PET_SERVICE_ADMIN_PORT';
   /** Successful calls faster than this are logged at debug, the others at info; 0 logs all at info. */
   readonly slowCallMs: number;
   readonly storeHealthIntervalMs: number;
@@ -110,6 +112,10 @@ const ENVIRONMENT_SPEC = {
     desc: 'Key that signs page tokens; every replica must share it',
   }),
   ADMIN_PORT: listenPort({ default: 9091, desc: 'Port of /metrics and /healthz; 0 picks a free one' }),
+  PET_SERVICE_ADMIN_PORT: listenPort({
+    default: undefined,
+    desc: 'ADMIN_PORT under a name of its own, which wins: one environment can then set both services (npm start)',
+  }),
   LOG_SLOW_CALL_MS: nonNegativeInteger({
     default: DEFAULT_SLOW_CALL_MS,
     desc: 'Successful calls faster than this are logged at debug, slower ones and every failed call at info; 0 logs every call at info',
@@ -145,7 +151,8 @@ export function parseConfig(env: NodeJS.ProcessEnv, prettyAvailable?: () => bool
     maxQueuedWrites: parsed.STORE_MAX_QUEUED_WRITES,
     idempotencyMaxKeys: parsed.IDEMPOTENCY_MAX_KEYS,
     pageTokenSecret: parsed.PAGE_TOKEN_SECRET,
-    adminPort: parsed.ADMIN_PORT,
+    adminPort: parsed.PET_SERVICE_ADMIN_PORT ?? parsed.ADMIN_PORT,
+    adminPortVariable: parsed.PET_SERVICE_ADMIN_PORT === undefined ? 'ADMIN_PORT' : 'PET_SERVICE_ADMIN_PORT',
     slowCallMs: parsed.LOG_SLOW_CALL_MS,
     storeHealthIntervalMs: parsed.STORE_HEALTH_INTERVAL_MS,
     maxConnectionAgeMs: parsed.GRPC_MAX_CONNECTION_AGE_MS,

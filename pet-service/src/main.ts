@@ -1,12 +1,26 @@
-import { createLogger, createTracing, flushThenExit, installCrashHandlers, logExportFailures, shutdownOnSignal } from '@petstore/runtime';
+import {
+  createLogger,
+  createReportThrottle,
+  createTracing,
+  exitAfterStartupFailure,
+  installCrashHandlers,
+  listenFailure,
+  logExportFailures,
+  logStrayOutput,
+  shutdownOnSignal,
+} from '@petstore/runtime';
 import type { Logger } from 'pino';
 import { startAdminServer } from './observability/admin-server';
 import { parseConfig, type PetServiceConfig } from './config';
 import { MemoryPetRepository } from './store/memory-pet-repository';
 import { createMetrics } from './observability/metrics';
+import { DeferredRepository } from './store/deferred-repository';
 import { MongoPetRepository } from './store/mongo-pet-repository';
 import type { PetRepository } from './store/pet-repository';
 import { createServer } from './server';
+
+/** Shortest time between two log lines saying the store is not reachable yet. */
+const STORE_WAIT_REPORT_MS = 60_000;
 
 function readConfig(): PetServiceConfig {
   try {
@@ -17,35 +31,64 @@ function readConfig(): PetServiceConfig {
   }
 }
 
-async function openRepository(config: PetServiceConfig): Promise<PetRepository> {
+/**
+ * The in-memory store, or MongoDB: once open, or, when the first attempt could not reach it, still
+ * being opened in the background, while the service serves (gRPC health NOT_SERVING) meanwhile. A
+ * refusal that no wait fixes ends the service.
+ */
+async function openRepository(config: PetServiceConfig, logger: Logger): Promise<PetRepository> {
   if (config.mongodbUri === undefined) return new MemoryPetRepository({ maxIdempotencyKeys: config.idempotencyMaxKeys });
-  return MongoPetRepository.connect({
+  const settings = {
     uri: config.mongodbUri,
     database: config.mongodbDatabase,
     timeoutMs: config.mongodbTimeoutMs,
     readPreference: config.mongodbReadPreference,
     idBlockSize: config.mongodbIdBlockSize,
+  };
+  const report = createReportThrottle({ intervalMs: STORE_WAIT_REPORT_MS, now: () => performance.now() });
+  const repository = new DeferredRepository({
+    open: () => MongoPetRepository.connect(settings),
+    onRetry: (error, attempts, delayMs) => {
+      const level = report('store') === undefined ? 'debug' : 'warn';
+      logger[level]({ attempts, delayMs, reason: error.message }, 'store not reachable yet; NOT_SERVING until it is');
+    },
   });
+  await repository.firstAttempt;
+  return repository;
 }
 
 async function main(config: PetServiceConfig, logger: Logger): Promise<void> {
-  const repository = await openRepository(config);
+  const repository = await openRepository(config, logger);
   const metrics = createMetrics(repository instanceof MemoryPetRepository ? { idempotencyKeys: () => repository.idempotencyKeys } : {});
   // A queued create gives up while its caller's deadline still leaves the store its timeout.
   const writeTimeMs = config.mongodbUri === undefined ? 0 : config.mongodbTimeoutMs;
   const tracing = createTracing(config.tracing, { onExportFailure: logExportFailures(logger) });
   const store = config.mongodbUri === undefined ? { system: 'memory' } : { system: 'mongodb', namespace: config.mongodbDatabase };
-  const server = await createServer({ ...config, writeTimeMs, repository, logger, metrics, tracer: tracing.tracer, store });
-  const admin = await startAdminServer(metrics.registry, config.host, config.adminPort);
+  const server = await createServer({ ...config, writeTimeMs, repository, logger, metrics, tracer: tracing.tracer, store }).catch((error: unknown) => {
+    throw listenFailure(error, 'PET_SERVICE_PORT', config.port);
+  });
+  const admin = await startAdminServer(metrics.registry, config.host, config.adminPort).catch((error: unknown) => {
+    throw listenFailure(error, config.adminPortVariable, config.adminPort);
+  });
   logger.info(
     { port: server.port, adminPort: admin.port, store: config.mongodbUri === undefined ? 'memory' : 'mongodb' },
     'pet service listening',
   );
+  if (repository instanceof DeferredRepository && !repository.isOpen) {
+    repository.opened.then(
+      () => {
+        logger.info('store opened');
+        void server.storeHealth.probe();
+      },
+      (error: unknown) => exitAfterStartupFailure(logger, error, 'pet service failed to open its store'),
+    );
+  }
 
   // SIGTERM: health reports NOT_SERVING at once while calls are still served for
   // SHUTDOWN_DELAY_MS; then the server stops taking calls. Exit within SHUTDOWN_TIMEOUT_MS after
   // the delay whatever still hangs (calls, closing the store or the admin listener); calls
-  // cancelled at the timeout make the exit code 1.
+  // cancelled at the timeout make the exit code 1. The same when the process that started this
+  // one over an IPC channel (`npm start`) is gone.
   shutdownOnSignal({
     logger,
     delayMs: config.shutdownDelayMs,
@@ -57,13 +100,12 @@ async function main(config: PetServiceConfig, logger: Logger): Promise<void> {
       if (forced) logger.error('cancelled calls that outlived SHUTDOWN_TIMEOUT_MS');
       return forced ? 1 : 0;
     },
+    parent: process.channel === undefined ? undefined : process,
   });
 }
 
 const config = readConfig();
 const logger = createLogger({ service: 'pet-service', level: config.logLevel, pretty: config.logPretty });
+logStrayOutput({ console, process }, logger);
 installCrashHandlers(logger);
-main(config, logger).catch((error: unknown) => {
-  logger.fatal({ err: error }, 'pet service failed to start');
-  flushThenExit(logger, 1);
-});
+main(config, logger).catch((error: unknown) => exitAfterStartupFailure(logger, error, 'pet service failed to start'));

@@ -113,7 +113,8 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
     }),
   );
 
-  const health = new HealthImplementation(Object.fromEntries(HEALTH_SERVICES.map((service) => [service, 'SERVING'])));
+  // NOT_SERVING until the store first answers: a replica is not ready before it can serve.
+  const health = new HealthImplementation(Object.fromEntries(HEALTH_SERVICES.map((service) => [service, 'NOT_SERVING'])));
   health.addToServer(server);
   const storeHealth = new StoreHealthMonitor(repository, health, HEALTH_SERVICES, logger);
 
@@ -128,7 +129,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
       error ? reject(error) : resolve(bound),
     );
   });
-  storeHealth.start(options.storeHealthIntervalMs ?? 5000);
+  await storeHealth.start(options.storeHealthIntervalMs ?? 5000);
 
   const drain = (): void => {
     storeHealth.stop();

@@ -1,5 +1,6 @@
 import { bool, EnvError, makeValidator, str } from 'envalid';
 import { isPinoPrettyInstalled } from './logger';
+import { StartupError } from './startup-error';
 
 /** A TCP port; 0 asks the system for a free one (tests). */
 export const listenPort = makeValidator<number>((input) => {
@@ -64,7 +65,7 @@ export function throwOnError({ errors }: { errors: Partial<Record<string, Error>
 }
 
 /** A configuration problem; its message is the one line a service prints before it exits 1. */
-export class ConfigError extends Error {
+export class ConfigError extends StartupError {
   constructor(problem: string) {
     super(`invalid configuration: ${problem}`);
     this.name = 'ConfigError';

@@ -1,3 +1,4 @@
+import { writeSync } from 'node:fs';
 import pino, { type Logger } from 'pino';
 
 export interface LoggerOptions {
@@ -27,6 +28,8 @@ export const REDACTED_PATHS: readonly string[] = [
   'err.req.headers.authorization',
 ];
 
+const STDOUT = 1;
+
 /**
  * JSON lines on stdout. The Authorization header is redacted where it might appear
  * ({@link REDACTED_PATHS}), as a second line of defence: request lines never serialise headers in
@@ -44,27 +47,42 @@ export function createLogger(options: LoggerOptions): Logger {
   // exits go through flushThenExit so none is lost. Each write is whole lines and at most 4096
   // bytes (PIPE_BUF): cluster workers share the primary's stdout, and only writes that small stay
   // whole on a pipe that several processes write to.
-  const destination = pino.destination({ dest: 1, sync: false, minLength: 2048, maxWrite: 4096 });
-  dropLinesOnWriteError(destination);
+  const destination = pino.destination({ dest: STDOUT, sync: false, minLength: 2048, maxWrite: 4096 });
+  stopWritingWhenOutputIsGone(destination, STDOUT);
   setInterval(() => destination.flush(), 100).unref();
   return pino(settings, destination);
 }
 
 /**
- * Once a write to stdout fails, every later line is dropped and the service goes on serving: a
- * log that cannot be written is no reason to refuse requests. pino does this for EPIPE only (a
- * reader that went away), and sonic-boom emits every other failed write as an 'error' event that
- * nothing listens to, which ends the process; at exit its flush then retries the failed write
- * forever, so the process never exits and keeps its ports (the EIO of a terminal that hung up, a
- * full disk).
+ * Once a write to stdout fails, every later line is dropped and the service goes on serving: a log
+ * that cannot be written is no reason to refuse requests. pino stops writing on EPIPE only (a
+ * reader that went away); sonic-boom (4.2) emits every other failed asynchronous write as an
+ * 'error' event that nothing listens to, which would end the process, and retries a failed write
+ * without end from the synchronous flush pino runs at exit, which hangs the process after it
+ * closed its ports: the EIO of a terminal that was closed (`npm start`), a full disk.
  */
-function dropLinesOnWriteError(destination: ReturnType<typeof pino.destination>): void {
-  destination.on('error', () => {
+function stopWritingWhenOutputIsGone(destination: ReturnType<typeof pino.destination>, fd: number): void {
+  let gone = false;
+  const silence = (): void => {
+    gone = true;
     destination.write = () => true;
-    destination.flush = (callback) => callback?.();
+    destination.flush = (callback) => void callback?.();
     destination.flushSync = () => undefined;
     destination.end = () => undefined;
-  });
+  };
+  destination.on('error', silence);
+  const flushSync = destination.flushSync.bind(destination);
+  destination.flushSync = () => {
+    if (gone) return;
+    // A write of nothing fails as any write would on a closed terminal, and costs nothing elsewhere.
+    try {
+      writeSync(fd, '');
+    } catch {
+      silence();
+      return;
+    }
+    flushSync();
+  };
 }
 
 /**

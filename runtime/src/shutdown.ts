@@ -18,10 +18,23 @@ export interface ShutdownOptions {
   readonly abandon?: () => void;
   /** The message logged when the timeout fires. */
   readonly timeoutMessage?: string;
+  /**
+   * The IPC channel to the process that started this one (a child spawned with `'ipc'` in its
+   * stdio: `process` itself, when `process.channel` is set). Its end means that process is gone,
+   * however it died (SIGKILL included), and starts the same shutdown as SIGTERM: a launcher such as
+   * `npm start` passes one so that no service outlives it. Unset: nothing is followed.
+   */
+  readonly parent?: ParentChannel;
+}
+
+/** What {@link ShutdownOptions.parent} needs of a child process's IPC channel. */
+export interface ParentChannel {
+  once(event: 'disconnect', listener: () => void): unknown;
 }
 
 /**
- * On the first SIGTERM or SIGINT: `begin`, then after `delayMs`, `drain`. Exits with the code `drain` resolves to;
+ * On the first SIGTERM or SIGINT, or the end of the `parent` channel: `begin`, then after
+ * `delayMs`, `drain`. Exits with the code `drain` resolves to;
  * with 1 if it fails, or if it is still running after `timeoutMs` (after calling `abandon`), since
  * the orchestrator's grace period assumes a bound and SIGKILL follows it. Log lines are flushed
  * before every exit.
@@ -30,11 +43,11 @@ export function shutdownOnSignal(options: ShutdownOptions): void {
   const { logger } = options;
   const delayMs = options.delayMs ?? 0;
   let started = false;
-  const stop = (signal: string): void => {
+  const stop = (cause: { signal: string } | { parent: 'exited' }): void => {
     if (started) return;
     started = true;
     options.begin?.();
-    logger.info({ signal, delayMs }, 'shutting down');
+    logger.info({ ...cause, delayMs }, 'shutting down');
     setTimeout(() => {
       logger.error(options.timeoutMessage ?? 'shutdown outlived SHUTDOWN_TIMEOUT_MS; exiting');
       options.abandon?.();
@@ -51,6 +64,7 @@ export function shutdownOnSignal(options: ShutdownOptions): void {
       },
     );
   };
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
+  process.once('SIGTERM', () => stop({ signal: 'SIGTERM' }));
+  process.once('SIGINT', () => stop({ signal: 'SIGINT' }));
+  options.parent?.once('disconnect', () => stop({ parent: 'exited' }));
 }

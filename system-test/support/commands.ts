@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { connect as connectTcp, type Socket } from 'node:net';
+import { readdirSync, readFileSync } from 'node:fs';
+import { connect as connectTcp, createServer as createTcpServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { connect as connectHttp2 } from 'node:http2';
@@ -101,4 +102,56 @@ export async function signalWithCallInFlight(started: Started, port: number): Pr
   } finally {
     session.destroy();
   }
+}
+
+/** A process as Linux's /proc shows it. */
+export interface ProcessEntry {
+  readonly pid: number;
+  readonly ppid: number;
+  /** Its command line, arguments joined by spaces. */
+  readonly command: string;
+}
+
+/** What /proc says of `pid`, or `undefined` when it has exited (a zombie counts as exited). */
+function processEntry(pid: number): ProcessEntry | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // `pid (comm) state ppid ...`; comm may hold spaces and parentheses.
+    const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (state === 'Z') return undefined;
+    const command = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim();
+    return { pid, ppid: Number(ppid), command };
+  } catch {
+    return undefined;
+  }
+}
+
+/** `pid` and every live process below it (Linux: read from /proc). */
+export function processTree(pid: number): ProcessEntry[] {
+  const all = readdirSync('/proc')
+    .filter((name) => /^[0-9]+$/.test(name))
+    .map((name) => processEntry(Number(name)))
+    .filter((entry) => entry !== undefined);
+  const tree = all.filter((entry) => entry.pid === pid);
+  for (let index = 0; index < tree.length; index += 1) tree.push(...all.filter((entry) => entry.ppid === tree[index]!.pid));
+  return tree;
+}
+
+/** Whether `pid` is still running (not exited, not a zombie). */
+export function isRunning(pid: number): boolean {
+  return processEntry(pid) !== undefined;
+}
+
+/** Whether a listener could bind `port` on every IPv4 interface now, as the services do by default. */
+function canBind(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createTcpServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '0.0.0.0', () => server.close(() => resolve(true)));
+  });
+}
+
+/** Resolves once every port can be bound again: nothing holds it, whoever held it is gone. */
+export async function expectFree(...ports: number[]): Promise<void> {
+  await waitFor(async () => (await Promise.all(ports.map(canBind))).every(Boolean), 10_000, () => `ports ${ports.join(', ')}`);
 }

@@ -42,6 +42,8 @@ export interface ServiceProcess {
   /** Every stdout line so far: raw, and parsed. */
   readonly lines: string[];
   readonly logs: LogLine[];
+  /** Every stderr line so far. */
+  readonly errorLines: string[];
   /** Resolves with the first log line (already printed or still to come) that matches. */
   waitForLog(matches: (line: LogLine) => boolean, timeoutMs?: number): Promise<LogLine>;
   /** Sends `signal` and resolves with the exit code. */
@@ -72,7 +74,9 @@ export async function startService(name: string, env: NodeJS.ProcessEnv = {}, ru
   const logs: LogLine[] = [];
   const waiters = new Set<{ matches: (line: LogLine) => boolean; resolve: (line: LogLine) => void }>();
   let stderr = '';
+  const errorLines: string[] = [];
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  createInterface({ input: child.stderr! }).on('line', (text) => errorLines.push(text));
   createInterface({ input: child.stdout! }).on('line', (text) => {
     lines.push(text);
     let line: LogLine;
@@ -132,6 +136,7 @@ export async function startService(name: string, env: NodeJS.ProcessEnv = {}, ru
     listening,
     lines,
     logs,
+    errorLines,
     waitForLog,
     stop: (signal) => stopChild(child, signal),
   };

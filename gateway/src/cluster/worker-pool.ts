@@ -1,11 +1,31 @@
 import cluster, { type Worker } from 'node:cluster';
+import { StartupError } from '@petstore/runtime';
 import type { Logger } from 'pino';
+
+/** What a worker sends the primary when it cannot start for a reason the operator fixes. */
+interface StartupFailureMessage {
+  readonly gatewayStartupFailure: string;
+}
+
+/**
+ * The message a worker sends before it exits on a {@link StartupError} (a port in use): the
+ * primary prints its line, once, rather than every worker printing its own and the primary a
+ * line of its own about them.
+ */
+export function startupFailureMessage(error: StartupError): StartupFailureMessage {
+  return { gatewayStartupFailure: error.message };
+}
+
+function isStartupFailure(message: unknown): message is StartupFailureMessage {
+  return typeof (message as Partial<StartupFailureMessage> | null)?.gatewayStartupFailure === 'string';
+}
 
 /** The gateway's worker processes, as the cluster primary sees them. */
 export interface WorkerPool {
   /**
    * Resolves with the public port once every worker listens; rejects if a worker exits before
-   * that, since a worker that cannot start (the port is taken, say) will not start on a retry.
+   * that, since a worker that cannot start (the port is taken, say) will not start on a retry:
+   * with the worker's {@link StartupError} when it sent one.
    */
   readonly listening: Promise<number>;
   /** Workers listening now; fewer than asked for while a replacement starts. */
@@ -39,6 +59,8 @@ export function startWorkerPool({ count, logger, restartDelayMs = 1000 }: Worker
   let stopping = false;
   let settleListening: { resolve(port: number): void; reject(error: Error): void } | undefined;
   const listening = new Promise<number>((resolve, reject) => (settleListening = { resolve, reject }));
+  /** By worker id: why a worker that reported it could not start. */
+  const startupFailures = new Map<number, string>();
 
   const fork = (): void => {
     if (stopping) return;
@@ -54,13 +76,19 @@ export function startWorkerPool({ count, logger, restartDelayMs = 1000 }: Worker
       settleListening!.resolve(address.port);
     }
   });
+  cluster.on('message', (worker, message: unknown) => {
+    if (isStartupFailure(message)) startupFailures.set(worker.id, message.gatewayStartupFailure);
+  });
   cluster.on('exit', (worker, code, signal) => {
     if (stopping) {
       exits.push(code === 0 || (signal === 'SIGTERM' && !listened.has(worker.id)));
       return;
     }
     if (!started) {
-      settleListening!.reject(new Error(`worker ${worker.id} exited with ${signal ?? `code ${code}`} before it listened`));
+      const failure = startupFailures.get(worker.id);
+      settleListening!.reject(
+        failure === undefined ? new Error(`worker ${worker.id} exited with ${signal ?? `code ${code}`} before it listened`) : new StartupError(failure),
+      );
       return;
     }
     logger.error({ workerId: worker.id, pid: worker.process.pid, code, signal }, 'gateway worker exited; starting another');

@@ -1,6 +1,7 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { RedisTarget } from '../config';
 import { misconfiguration, singleRedisProblem } from './redis-misconfiguration';
+import { reportingSentinelConnector, type SentinelErrorListener } from './sentinel-connector';
 
 /** A client of whichever deployment the configuration names: scripts and keys behave alike on both. */
 export type RedisClient = Redis | Cluster;
@@ -14,6 +15,11 @@ export interface RedisConnectionOptions {
    * the master, a seed that is no cluster node); these repeat on every reconnection attempt.
    */
   readonly onError?: (error: Error) => void;
+  /**
+   * Told of the errors of the clients ioredis opens to each Sentinel, with its address (see
+   * {@link reportingSentinelConnector}); not misconfigurations of the master, so apart from `onError`.
+   */
+  readonly onSentinelError?: SentinelErrorListener;
 }
 
 /** Longest pause between reconnection attempts, so the gateway is back on Redis soon after it is. */
@@ -82,6 +88,7 @@ export function connectRedis(options: RedisConnectionOptions): RedisClient {
         sentinelCommandTimeout: common.connectTimeout,
         sentinelRetryStrategy: reconnectDelay,
         failoverDetector: true,
+        Connector: reportingSentinelConnector(options.onSentinelError ?? (() => undefined)),
         reconnectOnError: (error) => error.message.startsWith('READONLY'),
         ...(target.tls ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
       });

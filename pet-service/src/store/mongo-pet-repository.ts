@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { status as Status } from '@grpc/grpc-js';
-import { type Collection, type CommandStartedEvent, MongoClient, MongoServerError, ReadPreference, type ReadPreferenceMode } from 'mongodb';
+import { StartupError } from '@petstore/runtime';
+import { type Collection, type CommandStartedEvent, MongoClient, MongoError, MongoServerError, ReadPreference, type ReadPreferenceMode } from 'mongodb';
 import { IDEMPOTENCY_WINDOW_MS, type IdempotencyClaim } from '../pets/idempotency';
 import type { NewPetRecord, PetRecord, StoredStatus } from '../pets/pet-record';
 import type { CreateResult, ListQuery, PetRepository } from './pet-repository';
@@ -55,6 +56,11 @@ const FIRST_BACKOFF_MS = 20;
 const DEFAULT_ID_BLOCK_SIZE = 1000;
 const PRIMARY = ReadPreference.primary;
 const SWEEP_INTERVAL_MS = 60_000;
+/**
+ * What a name lookup or a socket fails with before the driver has a server to talk to: a
+ * `mongodb+srv://` name whose DNS records do not answer yet gives the resolver's own error.
+ */
+const UNREACHABLE_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'ESERVFAIL', 'ETIMEOUT', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH']);
 
 /**
  * The MongoDB store.
@@ -109,7 +115,12 @@ export class MongoPetRepository implements PetRepository {
     });
   }
 
-  /** Connects, and creates the indexes the queries need (idempotent: safe on every start). */
+  /**
+   * Connects, and creates the indexes the queries need (idempotent: safe on every start). A store
+   * that cannot be reached, or is too slow, is a {@link PetServiceError} naming its hosts (worth
+   * another try); a refusal by the server (credentials, permissions) a {@link StartupError} naming
+   * MONGODB_URI, which no retry fixes.
+   */
   static async connect(settings: MongoSettings): Promise<MongoPetRepository> {
     const client = new MongoClient(settings.uri, {
       useBigInt64: true,
@@ -159,14 +170,18 @@ export class MongoPetRepository implements PetRepository {
       );
     } catch (error) {
       await client.close().catch(() => undefined);
+      // The operator reads these, not a client: say where, and why. The driver's error chains the
+      // same message thrice, and the log's error serializer would print each, so it is not the cause.
+      const hosts = client.options.srvHost ?? client.options.hosts.map((host) => host.toString()).join(',');
       const storeError = toStoreError(error);
-      // At start-up the operator reads this, not a client: say where, and why.
-      if (storeError instanceof PetServiceError && storeError.code === Status.UNAVAILABLE) {
-        const hosts = client.options.hosts.map((host) => host.toString()).join(',');
-        // eslint-disable-next-line preserve-caught-error -- the driver's error chains the same message thrice, and the log's error serializer would print each
-        throw new Error(`pet store unavailable: MongoDB at ${hosts}: ${(error as Error).message}`);
+      if (storeError instanceof PetServiceError || UNREACHABLE_CODES.has(String((error as NodeJS.ErrnoException).code))) {
+        const code = storeError instanceof PetServiceError ? storeError.code : Status.UNAVAILABLE;
+        throw new PetServiceError(code, `pet store unavailable: MongoDB at ${hosts}: ${(error as Error).message}`);
       }
-      throw storeError;
+      if (error instanceof MongoError) {
+        throw new StartupError(`MONGODB_URI: MongoDB at ${hosts} refuses the pet service: ${error.message.replace(/\s+/g, ' ').trim()}`);
+      }
+      throw error;
     }
   }
 

@@ -4,11 +4,13 @@ import type { PetRepository } from './pet-repository';
 
 /**
  * Keeps the gRPC health status in step with the store: NOT_SERVING while `ping` fails, SERVING
- * again once it succeeds. Orchestrators and the gateway's readiness probe read it.
+ * once it succeeds. Orchestrators and the gateway's readiness probe read it. The first probe sets
+ * the status; each change after it is logged.
  */
 export class StoreHealthMonitor {
   private timer: NodeJS.Timeout | undefined;
-  private serving = true;
+  /** What the last probe found; unknown before the first. */
+  private serving: boolean | undefined;
   private stopped = false;
 
   constructor(
@@ -18,14 +20,13 @@ export class StoreHealthMonitor {
     private readonly logger: Logger,
   ) {}
 
-  /** Probes now, then every `intervalMs` until {@link stop}. */
-  start(intervalMs: number): void {
-    const loop = (): void => {
-      void this.probe().finally(() => {
-        if (!this.stopped) this.timer = setTimeout(loop, intervalMs).unref();
-      });
+  /** Probes now, resolving once that probe has set the status, then every `intervalMs` until {@link stop}. */
+  async start(intervalMs: number): Promise<void> {
+    const next = (): void => {
+      if (!this.stopped) this.timer = setTimeout(() => void this.probe().finally(next), intervalMs).unref();
     };
-    loop();
+    await this.probe();
+    next();
   }
 
   /** One probe; returns whether the store answered. */
@@ -35,10 +36,11 @@ export class StoreHealthMonitor {
       () => false,
     );
     if (serving !== this.serving && !this.stopped) {
+      const known = this.serving !== undefined;
       this.serving = serving;
       for (const service of this.services) this.health.setStatus(service, serving ? 'SERVING' : 'NOT_SERVING');
-      if (serving) this.logger.info('store reachable again: SERVING');
-      else this.logger.error('store unreachable: NOT_SERVING');
+      if (known && serving) this.logger.info('store reachable: SERVING');
+      else if (known) this.logger.error('store unreachable: NOT_SERVING');
     }
     return serving;
   }

@@ -14,6 +14,13 @@ describe('pet-service config', () => {
     });
   });
 
+  it('takes its admin port from PET_SERVICE_ADMIN_PORT over ADMIN_PORT (default 9091), and says which', () => {
+    expect(parseConfig({})).to.include({ adminPort: 9091, adminPortVariable: 'ADMIN_PORT' });
+    expect(parseConfig({ ADMIN_PORT: '9191' })).to.include({ adminPort: 9191, adminPortVariable: 'ADMIN_PORT' });
+    expect(parseConfig({ ADMIN_PORT: '9090', PET_SERVICE_ADMIN_PORT: '0' })).to.include({ adminPort: 0, adminPortVariable: 'PET_SERVICE_ADMIN_PORT' });
+    expect(() => parseConfig({ PET_SERVICE_ADMIN_PORT: '9o91' })).to.throw(/^invalid configuration: PET_SERVICE_ADMIN_PORT: /);
+  });
+
   it('names each bad variable', () => {
     expect(() => parseConfig({ PET_SERVICE_PORT: '70000' })).to.throw(/PET_SERVICE_PORT/);
     expect(() => parseConfig({ PET_SERVICE_PORT: 'http' })).to.throw(/PET_SERVICE_PORT/);

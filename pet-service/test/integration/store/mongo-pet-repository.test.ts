@@ -1,4 +1,5 @@
 import { status as Status } from '@grpc/grpc-js';
+import { StartupError } from '@petstore/runtime';
 import { expect } from 'chai';
 import { type Document, MongoClient } from 'mongodb';
 import { startMongoOrSkip, skipUnlessControllable, type MongoServer } from '../../../../system-test/support/mongo-server';
@@ -6,6 +7,7 @@ import { MongoPetRepository } from '../../../src/store/mongo-pet-repository';
 import { IDEMPOTENCY_WINDOW_MS } from '../../../src/pets/idempotency';
 import { PetServiceError } from '../../../src/pets/pet-service-error';
 import { describePetRepositoryContract } from '../../unit/store/pet-repository-contract';
+import { freePort } from '../../../../system-test/support/redis-server';
 import { waitFor } from '../../../../system-test/support/wait-for';
 
 describe('MongoPetRepository against a real MongoDB-wire server', function () {
@@ -215,6 +217,30 @@ describe('MongoPetRepository against a real MongoDB-wire server', function () {
       } finally {
         await repository.close();
       }
+    });
+  });
+
+  describe('opening', () => {
+    // What the pet service waits out at start-up (it tries again), as against what it exits on.
+    it('fails with UNAVAILABLE, naming the hosts, when no server answers: a closed port, a name that does not resolve, SRV records that do not', async () => {
+      const closed = await freePort();
+      for (const [uri, reason] of [
+        [`mongodb://127.0.0.1:${closed}`, `MongoDB at 127.0.0.1:${closed}: connect ECONNREFUSED 127.0.0.1:${closed}`],
+        ['mongodb://mongodb-0.petstore.invalid:27017', 'MongoDB at mongodb-0.petstore.invalid:27017: getaddrinfo ENOTFOUND mongodb-0.petstore.invalid'],
+        ['mongodb+srv://mongodb.petstore.invalid', 'MongoDB at mongodb.petstore.invalid: querySrv ENOTFOUND _mongodb._tcp.mongodb.petstore.invalid'],
+      ] as const) {
+        const error = await MongoPetRepository.connect({ uri, database: 'unused', timeoutMs: 300 }).then(() => undefined, (thrown: unknown) => thrown);
+        expect(error, uri).to.be.instanceOf(PetServiceError).and.to.include({ code: Status.UNAVAILABLE, message: `pet store unavailable: ${reason}` });
+      }
+    });
+
+    it('fails with a StartupError naming MONGODB_URI, never the password, when the server refuses the credentials', async () => {
+      const uri = new URL(server.uri);
+      uri.username = 'nobody';
+      uri.password = 'hunter2';
+      const error = await MongoPetRepository.connect({ uri: uri.toString(), database: 'unused', timeoutMs: 2000 }).then(() => undefined, (thrown: unknown) => thrown);
+      expect(error).to.be.instanceOf(StartupError);
+      expect((error as Error).message).to.match(new RegExp(`^MONGODB_URI: MongoDB at ${uri.host} refuses the pet service: \\S[^\\n]*$`)).and.not.include('hunter2');
     });
   });
 

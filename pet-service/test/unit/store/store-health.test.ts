@@ -4,7 +4,7 @@ import pino from 'pino';
 import { StoreHealthMonitor } from '../../../src/store/store-health';
 
 describe('StoreHealthMonitor', () => {
-  it('reports NOT_SERVING while the store fails to answer, and SERVING once it does again', async () => {
+  it('reports SERVING once the store answers, NOT_SERVING while it fails to, and SERVING once it does again', async () => {
     let reachable = true;
     const statuses: Array<[string, string]> = [];
     const health = { setStatus: (service: string, status: string) => statuses.push([service, status]) } as unknown as HealthImplementation;
@@ -15,16 +15,21 @@ describe('StoreHealthMonitor', () => {
       pino({ level: 'silent' }),
     );
     expect(await monitor.probe()).to.equal(true);
-    expect(statuses).to.deep.equal([]);
+    expect(statuses).to.deep.equal([
+      ['', 'SERVING'],
+      ['petstore.v1.PetService', 'SERVING'],
+    ]);
+    expect(await monitor.probe()).to.equal(true);
+    expect(statuses).to.have.length(2);
     reachable = false;
     expect(await monitor.probe()).to.equal(false);
-    expect(statuses).to.deep.equal([
+    expect(statuses.slice(2)).to.deep.equal([
       ['', 'NOT_SERVING'],
       ['petstore.v1.PetService', 'NOT_SERVING'],
     ]);
     reachable = true;
     expect(await monitor.probe()).to.equal(true);
-    expect(statuses.slice(2)).to.deep.equal([
+    expect(statuses.slice(4)).to.deep.equal([
       ['', 'SERVING'],
       ['petstore.v1.PetService', 'SERVING'],
     ]);
