@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { get } from 'node:http';
 import { Redis } from 'ioredis';
 import { fetchWithinContract } from './support/openapi-validator';
 import { freePort, type RedisServer, startRedisOrSkip } from './support/redis-server';
@@ -25,6 +26,13 @@ async function untilCounted(gateways: readonly ServiceProcess[], count: number):
   );
 }
 
+/** A GET on a connection of its own (no agent), resolving once its answer has been read. */
+function getOnNewConnection(url: string, headers: Record<string, string>): Promise<void> {
+  return new Promise((resolve, reject) => {
+    get(url, { headers, agent: false }, (response) => response.resume().on('end', resolve)).on('error', reject);
+  });
+}
+
 /** `/readyz`'s `redis` check of every gateway. */
 async function redisChecks(gateways: readonly ServiceProcess[]): Promise<string[]> {
   return Promise.all(
@@ -46,8 +54,14 @@ async function restartRedis(redis: RedisServer, urls: readonly string[], gateway
   await redis.restart();
   const headers = { Authorization: `Bearer ${replicaSecret(keyId)}` };
   await waitFor(async () => {
-    await Promise.all(urls.map((url) => fetch(`${url}/v1/pets?limit=1`, { headers }).then((response) => response.arrayBuffer())));
-    return (await redisChecks(gateways)).every((check) => check === 'ok');
+    // A connection each, so that every worker of GATEWAY_WORKERS gets one: a worker leaves the
+    // fallback on its own next request.
+    await Promise.all(
+      urls.flatMap((url) => [0, 1, 2, 3].map(() => getOnNewConnection(`${url}/v1/pets?limit=1`, headers))),
+    );
+    // /readyz is the primary's; its gauge is 1 while any worker is still in the fallback.
+    const back = (await redisChecks(gateways)).every((check) => check === 'ok');
+    return back && (await Promise.all(gateways.map((gateway) => gauge(gateway, 'rate_limiter_fallback')))).every((value) => value === 0);
   }, 15_000);
 }
 
