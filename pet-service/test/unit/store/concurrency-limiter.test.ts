@@ -2,7 +2,8 @@ import { EventEmitter } from 'node:events';
 import { status as Status } from '@grpc/grpc-js';
 import { expect } from 'chai';
 import { PetServiceError } from '../../../src/pets/pet-service-error';
-import { createWriteLimiter } from '../../../src/store/write-limiter';
+import { RETRY_PUSHBACK_METADATA } from '@petstore/proto';
+import { createConcurrencyLimiter } from '../../../src/store/concurrency-limiter';
 
 /** A write that runs until the test finishes it, and says whether it started. */
 function heldWrite(name: string, log: string[]): { write: () => Promise<string>; finish: () => void } {
@@ -38,9 +39,9 @@ class FakeCall extends EventEmitter {
   }
 }
 
-describe('createWriteLimiter', () => {
+describe('createConcurrencyLimiter', () => {
   it('runs up to maxConcurrent writes, queues up to maxQueued in order, and refuses the next at once with RESOURCE_EXHAUSTED', async () => {
-    const limiter = createWriteLimiter({ maxConcurrent: 2, maxQueued: 2, writeTimeMs: 0 });
+    const limiter = createConcurrencyLimiter({ kind: 'write', maxConcurrent: 2, maxQueued: 2, operationTimeMs: 0 });
     const log: string[] = [];
     const writes = ['a', 'b', 'c', 'd'].map((name) => heldWrite(name, log));
     const outcomes = writes.map(({ write }) => outcomeOf(limiter.run(write)));
@@ -68,7 +69,7 @@ describe('createWriteLimiter', () => {
   });
 
   it('drops a queued write whose caller cancels: CANCELLED, never run, and its place freed', async () => {
-    const limiter = createWriteLimiter({ maxConcurrent: 1, maxQueued: 1, writeTimeMs: 0 });
+    const limiter = createConcurrencyLimiter({ kind: 'write', maxConcurrent: 1, maxQueued: 1, operationTimeMs: 0 });
     const log: string[] = [];
     const running = heldWrite('a', log);
     const first = outcomeOf(limiter.run(running.write));
@@ -87,15 +88,15 @@ describe('createWriteLimiter', () => {
     expect(await outcomeOf(limiter.run(async () => 'x', call))).to.equal('CANCELLED');
   });
 
-  it('refuses a write with RESOURCE_EXHAUSTED while its caller can still be told: before the deadline leaves less than writeTimeMs', async () => {
-    const limiter = createWriteLimiter({ maxConcurrent: 1, maxQueued: 5, writeTimeMs: 60_000 });
+  it('refuses a write with RESOURCE_EXHAUSTED while its caller can still be told: before the deadline leaves less than operationTimeMs', async () => {
+    const limiter = createConcurrencyLimiter({ kind: 'write', maxConcurrent: 1, maxQueued: 5, operationTimeMs: 60_000 });
     const log: string[] = [];
     const running = heldWrite('a', log);
     const first = outcomeOf(limiter.run(running.write));
     // Its deadline leaves the store less than its timeout already: refused without queueing.
     const hurried = new FakeCall(Date.now() + 30_000);
     expect(await outcomeOf(limiter.run(heldWrite('b', log).write, hurried))).to.equal('RESOURCE_EXHAUSTED');
-    // Waits until the deadline is writeTimeMs away, then gives up and leaves the queue.
+    // Waits until the deadline is operationTimeMs away, then gives up and leaves the queue.
     const patient = new FakeCall(Date.now() + 60_050);
     expect(await outcomeOf(limiter.run(heldWrite('c', log).write, patient))).to.equal('RESOURCE_EXHAUSTED');
     expect(patient.listenerCount('cancelled')).to.equal(0);
@@ -106,5 +107,20 @@ describe('createWriteLimiter', () => {
     unhurried.finish();
     expect(await Promise.all([first, last])).to.deep.equal(['a', 'd']);
     expect(log).to.deep.equal(['start a', 'start d']);
+  });
+
+  it('says what is full, and tells gRPC clients not to retry the refusal (retry pushback -1)', async () => {
+    const limiter = createConcurrencyLimiter({ kind: 'read', maxConcurrent: 1, maxQueued: 0, operationTimeMs: 0 });
+    const held = heldWrite('a', []);
+    const first = limiter.run(held.write);
+    const refusal = await limiter.run(async () => 'b').then(
+      () => expect.fail('the second read ran'),
+      (error: unknown) => error,
+    );
+    held.finish();
+    await first;
+    const sent = PetServiceError.toServiceError(refusal);
+    expect({ code: sent.code, details: sent.details }).to.deep.equal({ code: Status.RESOURCE_EXHAUSTED, details: 'pet store is at its read capacity' });
+    expect(sent.metadata!.get(RETRY_PUSHBACK_METADATA)).to.deep.equal(['-1']);
   });
 });
