@@ -19,6 +19,7 @@ export interface PetServiceMetrics {
 export interface OperationQueue {
   readonly queued: number;
   readonly running: number;
+  readonly limit: number;
 }
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
@@ -43,7 +44,7 @@ export function createMetrics(sources: MetricSources = {}): PetServiceMetrics {
       },
     });
   }
-  const idle: OperationQueue = { queued: 0, running: 0 };
+  const idle: OperationQueue = { queued: 0, running: 0, limit: 0 };
   let limiters = { reads: idle, writes: idle };
   const queueGauges = (kind: 'reads' | 'writes', what: string, bound: string): void => {
     new Gauge({
@@ -60,6 +61,14 @@ export function createMetrics(sources: MetricSources = {}): PetServiceMetrics {
       registers: [registry],
       collect() {
         this.set(limiters[kind].running);
+      },
+    });
+    new Gauge({
+      name: `pet_store_${kind}_limit`,
+      help: `${what} allowed to run at once now: STORE_MAX_CONCURRENT_${bound}, or fewer while the store answers slowly.`,
+      registers: [registry],
+      collect() {
+        this.set(limiters[kind].limit);
       },
     });
   };

@@ -36,8 +36,8 @@ describe('pet-service config', () => {
     expect(() => parseConfig({ STORE_MAX_QUEUED_WRITES: '-1' })).to.throw(/^invalid configuration: STORE_MAX_QUEUED_WRITES: /);
   });
 
-  it('bounds the reads one replica sends to the store: 8 at once, 8 waiting, unless told otherwise', () => {
-    expect(parseConfig({})).to.include({ maxConcurrentReads: 8, maxQueuedReads: 8 });
+  it('bounds the reads one replica sends to the store: 16 at once, 16 waiting, unless told otherwise', () => {
+    expect(parseConfig({})).to.include({ maxConcurrentReads: 16, maxQueuedReads: 16 });
     expect(parseConfig({ STORE_MAX_CONCURRENT_READS: '3', STORE_MAX_QUEUED_READS: '0' })).to.include({ maxConcurrentReads: 3, maxQueuedReads: 0 });
     for (const bad of ['0', '-1', '1.5', 'many']) {
       expect(() => parseConfig({ STORE_MAX_CONCURRENT_READS: bad }), bad).to.throw(/^invalid configuration: STORE_MAX_CONCURRENT_READS: /);

@@ -123,4 +123,77 @@ describe('createConcurrencyLimiter', () => {
     expect({ code: sent.code, details: sent.details }).to.deep.equal({ code: Status.RESOURCE_EXHAUSTED, details: 'pet store is at its read capacity' });
     expect(sent.metadata!.get(RETRY_PUSHBACK_METADATA)).to.deep.equal(['-1']);
   });
+
+  it('refuses at once a wait its deadline cannot afford four times over: the queue ahead of it times the operations\' recent average', async () => {
+    let clock = 1_000_000;
+    const limiter = createConcurrencyLimiter({ kind: 'read', maxConcurrent: 1, maxQueued: 10, operationTimeMs: 0, now: () => clock });
+    const log: string[] = [];
+    // Five operations of 10 s each bring the average to 6.7 s (a fifth of each new one counts).
+    for (const name of ['a', 'b', 'c', 'd', 'e']) {
+      const held = heldWrite(name, log);
+      const done = limiter.run(held.write);
+      clock += 10_000;
+      held.finish();
+      await done;
+    }
+    const running = heldWrite('f', log);
+    const first = outcomeOf(limiter.run(running.write));
+    // First in the queue: about 6.7 s to wait, four times that 26.9 s; 28 s left, so it waits.
+    const waits = heldWrite('g', log);
+    const waited = outcomeOf(limiter.run(waits.write, new FakeCall(clock + 28_000)));
+    // Second in the queue: about 13.4 s to wait, four times that 53.8 s, with 52 s left: refused now, not in 52 s.
+    expect(await outcomeOf(limiter.run(heldWrite('h', log).write, new FakeCall(clock + 52_000)))).to.equal('RESOURCE_EXHAUSTED');
+    expect(limiter.queued).to.equal(1);
+    // With time enough for four times the wait, it queues.
+    const later = heldWrite('i', log);
+    const patient = outcomeOf(limiter.run(later.write, new FakeCall(clock + 100_000)));
+    expect(limiter.queued).to.equal(2);
+    for (const { finish } of [running, waits, later]) finish();
+    expect(await Promise.all([first, waited, patient])).to.deep.equal(['f', 'g', 'i']);
+  });
+
+  it('runs fewer at once while operations are slower than half the store timeout, and more again once they are fast, within 1 and maxConcurrent', async () => {
+    let clock = 0;
+    const limiter = createConcurrencyLimiter({ kind: 'read', maxConcurrent: 4, maxQueued: 10, operationTimeMs: 1000, now: () => clock });
+    const log: string[] = [];
+    /** Runs `count` operations one after another, each taking `ms`. */
+    const runFor = async (count: number, ms: number) => {
+      for (let index = 0; index < count; index += 1) {
+        const held = heldWrite(`t${ms}`, log);
+        const done = limiter.run(held.write);
+        clock += ms;
+        held.finish();
+        await done;
+      }
+    };
+    expect(limiter.limit).to.equal(4);
+    await runFor(3, 600); // 4 × 0.9³ = 2.9
+    expect(limiter.limit).to.equal(2);
+
+    const a = heldWrite('a', log);
+    const b = heldWrite('b', log);
+    const c = heldWrite('c', log);
+    const outcomes = [a, b, c].map(({ write }) => outcomeOf(limiter.run(write)));
+    expect({ running: limiter.running, queued: limiter.queued }, 'two at once now, not four').to.deep.equal({ running: 2, queued: 1 });
+    clock += 10;
+    a.finish();
+    await outcomes[0];
+    // 2.9 + 1/2.9 = 3.3: the bound grew, and the waiting one runs beside b.
+    expect({ limit: limiter.limit, running: limiter.running, queued: limiter.queued }).to.deep.equal({ limit: 3, running: 2, queued: 0 });
+    b.finish();
+    c.finish();
+    expect(await Promise.all(outcomes)).to.deep.equal(['a', 'b', 'c']);
+
+    await runFor(50, 1);
+    expect(limiter.limit, 'never above maxConcurrent').to.equal(4);
+    await runFor(50, 5000);
+    expect(limiter.limit, 'never below one').to.equal(1);
+    const memory = createConcurrencyLimiter({ kind: 'read', maxConcurrent: 4, maxQueued: 10, operationTimeMs: 0, now: () => clock });
+    const slow = heldWrite('slow', log);
+    const done = memory.run(slow.write);
+    clock += 60_000;
+    slow.finish();
+    await done;
+    expect(memory.limit, 'without a store timeout the bound stays').to.equal(4);
+  });
 });
