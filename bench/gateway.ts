@@ -15,7 +15,7 @@ import autocannon from 'autocannon';
 import { sha256Hex } from '../gateway/src/keys/api-keys';
 import { createPetClient } from '../gateway/src/pet-service-client/pet-client';
 import { buildBaseline } from './baseline-build';
-import { cpuSeconds, listPetsFor, median, PET_SERVICE_NODE_FLAGS, profileFlags, seed } from './list-pets-load';
+import { cpuSeconds, listPetsFor, median, PET_SERVICE_NODE_FLAGS, profileFlags, seed, stopCollectingLogs } from './list-pets-load';
 import { findRedisServer, startRedisServer, type RedisServer } from '../system-test/support/redis-server';
 import { startService, type ServiceProcess } from '../system-test/support/service-process';
 
@@ -159,15 +159,6 @@ async function petServiceCalls(adminPort: number): Promise<number> {
   let total = 0;
   for (const [, count] of text.matchAll(/^grpc_server_handled_total\{[^}]*\} (\d+)$/gm)) total += Number(count);
   return total;
-}
-
-/**
- * The harness keeps the services' log lines only until they are up: the gateway writes one per
- * request, and parsing and holding them all would cost the load generator CPU on the same cores
- * and hundreds of MB by the end of the run. The pipe keeps flowing, so no service ever blocks on it.
- */
-function stopCollectingLogs(service: ServiceProcess): void {
-  service.child.stdout!.removeAllListeners('data');
 }
 
 async function main(): Promise<void> {

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { credentials, Metadata } from '@grpc/grpc-js';
 import { type ListPetsRequest, PetServiceClient, PetStatus } from '@petstore/proto';
 import type { PetClient } from '../gateway/src/pet-service-client/pet-client';
+import type { ServiceProcess } from '../system-test/support/service-process';
 
 /** User and system CPU seconds of a process, from /proc (clock ticks of 1/100 s). */
 export function cpuTimes(pid: number): { user: number; system: number } {
@@ -73,4 +74,13 @@ export async function listPetsFor(client: PetClient, seconds: number, inFlight: 
     }),
   );
   return latencies;
+}
+
+/**
+ * The harness keeps the services' log lines only until they are up: the gateway writes one per
+ * request, and parsing and holding them all would cost the load generator CPU on the same cores
+ * and hundreds of MB by the end of the run. The pipe keeps flowing, so no service ever blocks on it.
+ */
+export function stopCollectingLogs(service: ServiceProcess): void {
+  service.child.stdout!.removeAllListeners('data');
 }

@@ -22,6 +22,13 @@ export const IDEMPOTENT_REPLAYED_METADATA = 'idempotent-replayed';
  * more than the status line (see `field-violation.ts`).
  */
 export const STATUS_DETAILS_METADATA = 'grpc-status-details-bin';
+/**
+ * Trailing metadata of a failed call, gRPC's standard retry pushback (gRFC A6): a negative value
+ * (or one that is not an integer) says "do not retry this call", a non-negative one "retry no
+ * sooner than this many milliseconds". The pet service sends `-1` when retrying would only add to
+ * an overload: the store did not answer in time, or a bound refused the call.
+ */
+export const RETRY_PUSHBACK_METADATA = 'grpc-retry-pushback-ms';
 
 /** What {@link callMetadata} puts in a call's metadata; each one left out is not sent. */
 export interface CallMetadataValues {

@@ -18,7 +18,7 @@ import {
   PetServiceClient,
 } from './gen/petstore/v1/pet_service';
 import { IDEMPOTENCY_KEY_PATTERN } from './contract';
-import { CALLER_ID_METADATA, IDEMPOTENT_REPLAYED_METADATA } from './metadata';
+import { CALLER_ID_METADATA, IDEMPOTENT_REPLAYED_METADATA, RETRY_PUSHBACK_METADATA } from './metadata';
 
 /** The methods of petstore.v1.PetService, as named on the wire. */
 export type PetServiceMethod = 'ListPets' | 'CreatePet' | 'GetPet';
@@ -35,7 +35,10 @@ export interface KeepaliveOptions {
 export interface PetServiceClientOptions {
   /** Deadline of every call, retries included, in milliseconds. Default 2000 (the gateway's default). */
   readonly deadlineMs?: number;
-  /** Whether ListPets and GetPet are retried on UNAVAILABLE ({@link READ_RETRY_BACKOFF_MS}). Default true. */
+  /**
+   * Whether ListPets and GetPet are retried on UNAVAILABLE ({@link READ_RETRY_BACKOFF_MS}), unless
+   * the pet service's retry pushback says not to. Default true.
+   */
   readonly retryReads?: boolean;
   /** Keepalive pings, or `false` for none. Default {@link DEFAULT_KEEPALIVE}. */
   readonly keepalive?: KeepaliveOptions | false;
@@ -55,6 +58,16 @@ export interface PetServiceClientOptions {
   readonly onCallEnd?: (method: PetServiceMethod, code: Status, startedAt: bigint) => void;
 }
 
+/** Per-call options of {@link PromisePetServiceClient}'s methods. */
+export interface PetServiceCallOptions {
+  /**
+   * Cancels the call when aborted: the call's stream is reset (the pet service sees CANCELLED and
+   * stops the call's work), no retry follows, and the promise rejects with CANCELLED. The gateway
+   * aborts it when the HTTP client goes away.
+   */
+  readonly signal?: AbortSignal;
+}
+
 /** A create's answer, and whether it replays an earlier create with the same idempotency key. */
 export interface CreatedPet extends CreatePetResponse {
   readonly replayed: boolean;
@@ -62,9 +75,9 @@ export interface CreatedPet extends CreatePetResponse {
 
 /** The pet service with promise-returning calls, each with a deadline; made by {@link createPetServiceClient}. */
 export interface PromisePetServiceClient {
-  listPets(request: ListPetsRequest, metadata?: Metadata): Promise<ListPetsResponse>;
-  createPet(request: CreatePetRequest, metadata?: Metadata): Promise<CreatedPet>;
-  getPet(request: GetPetRequest, metadata?: Metadata): Promise<GetPetResponse>;
+  listPets(request: ListPetsRequest, metadata?: Metadata, options?: PetServiceCallOptions): Promise<ListPetsResponse>;
+  createPet(request: CreatePetRequest, metadata?: Metadata, options?: PetServiceCallOptions): Promise<CreatedPet>;
+  getPet(request: GetPetRequest, metadata?: Metadata, options?: PetServiceCallOptions): Promise<GetPetResponse>;
   /** The generated ts-proto client underneath, on the same channel. */
   readonly client: PetServiceClient;
   /** The channel, for other clients of the same service (health checks) to share. */
@@ -92,7 +105,12 @@ export const DEFAULT_KEEPALIVE: KeepaliveOptions = { timeMs: 10_000, timeoutMs: 
 /**
  * Pauses before the retries of a read that failed UNAVAILABLE (each drawn between half and all of
  * its value). Reads are idempotent; CreatePet is never retried, since a create that reached the
- * store but lost its answer would be made twice.
+ * store but lost its answer would be made twice. No other code is retried: RESOURCE_EXHAUSTED
+ * says the pet service is full, and another call would only add to it.
+ *
+ * The pet service's retry pushback ({@link RETRY_PUSHBACK_METADATA}) has the last word: negative,
+ * no retry (it says so when its store did not answer in time, which a retry would only slow
+ * further); non-negative, the pause is that long.
  *
  * A call whose stream was refused ({@link refused}) is retried the same way, whatever its method
  * and the channel's state: nothing of it was processed.
@@ -149,11 +167,46 @@ type Unary<Req, Res> = (
   metadata: Metadata,
   options: { deadline: number },
   callback: (error: ServiceError | null, response: Res) => void,
-) => { on(event: 'metadata', listener: (metadata: Metadata) => void): unknown };
+) => { on(event: 'metadata', listener: (metadata: Metadata) => void): unknown; cancel(): void };
+
+/**
+ * The pet service's retry pushback in `error`'s trailers, in milliseconds: undefined when it sent
+ * none, negative ("do not retry") when it is not a non-negative integer, as gRFC A6 reads it.
+ */
+function pushbackOf(error: ServiceError): number | undefined {
+  const value = error.metadata?.get(RETRY_PUSHBACK_METADATA)[0];
+  if (value === undefined) return undefined;
+  return typeof value === 'string' && /^\d{1,9}$/.test(value) ? Number(value) : -1;
+}
+
+/** What a call cancelled through its signal rejects with: grpc-js's own error for `cancel()`. */
+function cancelledError(): ServiceError {
+  return Object.assign(new Error(`${Status.CANCELLED} CANCELLED: Cancelled on client`), {
+    code: Status.CANCELLED,
+    details: 'Cancelled on client',
+    metadata: new Metadata(),
+  });
+}
+
+/** Resolves after `ms`, or rejects with {@link cancelledError} as soon as `signal` aborts. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', abort);
+      resolve();
+    }, ms);
+    const abort = (): void => {
+      clearTimeout(timer);
+      reject(cancelledError());
+    };
+    signal?.addEventListener('abort', abort, { once: true });
+  });
+}
 
 /**
  * The pet service client for any process that calls it, the gateway included, with the production
- * defaults: a deadline on every call, reads retried on UNAVAILABLE, round_robin over every address
+ * defaults: a deadline on every call, reads retried on UNAVAILABLE (unless the pet service pushes
+ * back), cancellation through an AbortSignal per call, round_robin over every address
  * of a `dns:///` target, keepalive, quick reconnects. Make one per process and keep it: HTTP/2
  * multiplexes every call over its channel, and a client per request would pay a connection setup
  * each time.
@@ -178,29 +231,44 @@ export function createPetServiceClient(target: string, options: PetServiceClient
     request: Req,
     metadata: Metadata,
     deadline: number,
+    signal: AbortSignal | undefined,
     onMetadata?: (metadata: Metadata) => void,
   ): Promise<Res> =>
     new Promise((resolve, reject) => {
+      if (signal?.aborted === true) {
+        reject(cancelledError());
+        return;
+      }
       // grpc-js captures a stack trace (`new Error()`) at every call, only to append it to the
       // message of an error, a cost every read paid. The error's own stack is still captured
       // when a call fails.
       const stackTraceLimit = Error.stackTraceLimit;
       Error.stackTraceLimit = 0;
-      let pending: ReturnType<Unary<Req, Res>>;
+      let pending: ReturnType<Unary<Req, Res>> | undefined;
+      // grpc-js answers cancel() through the callback, with CANCELLED.
+      const cancel = signal === undefined ? undefined : (): void => pending?.cancel();
       try {
-        pending = method.call(client, request, metadata, { deadline }, (error, response) => (error ? reject(error) : resolve(response)));
+        pending = method.call(client, request, metadata, { deadline }, (error, response) => {
+          if (cancel !== undefined) signal!.removeEventListener('abort', cancel);
+          if (error) reject(error);
+          else resolve(response);
+        });
       } finally {
         Error.stackTraceLimit = stackTraceLimit;
       }
+      if (cancel !== undefined) signal!.addEventListener('abort', cancel, { once: true });
       // Initial metadata arrives before the response, so it is read before the promise settles.
       if (onMetadata !== undefined) pending.on('metadata', onMetadata);
     });
   const retryable = (error: unknown, retry: number, deadline: number, idempotent: boolean): number | undefined => {
+    const failure = error as ServiceError;
     const backoff = READ_RETRY_BACKOFF_MS[retry];
-    if (backoff === undefined || (error as ServiceError).code !== Status.UNAVAILABLE) return undefined;
-    if (!refused(error as ServiceError) && !(idempotent && channel.getConnectivityState(false) === connectivityState.READY)) return undefined;
-    const pause = backoff * (0.5 + Math.random() / 2);
-    return Date.now() + pause < deadline ? pause : undefined;
+    if (backoff === undefined || failure.code !== Status.UNAVAILABLE) return undefined;
+    if (!refused(failure) && !(idempotent && channel.getConnectivityState(false) === connectivityState.READY)) return undefined;
+    const pushback = pushbackOf(failure);
+    if (pushback !== undefined && pushback < 0) return undefined;
+    const wait = pushback ?? backoff * (0.5 + Math.random() / 2);
+    return Date.now() + wait < deadline ? wait : undefined;
   };
   const withCaller = (metadata: Metadata): Metadata => {
     if (callerId === undefined || metadata.get(CALLER_ID_METADATA).length > 0) return metadata;
@@ -210,22 +278,33 @@ export function createPetServiceClient(target: string, options: PetServiceClient
   };
   const call =
     <Req, Res>(name: PetServiceMethod, method: Unary<Req, Res>, retries: boolean) =>
-    async (request: Req, metadata: Metadata = new Metadata(), onMetadata?: (metadata: Metadata) => void): Promise<Res> => {
+    async (
+      request: Req,
+      metadata: Metadata = new Metadata(),
+      options?: PetServiceCallOptions,
+      onMetadata?: (metadata: Metadata) => void,
+    ): Promise<Res> => {
       const start = onCallEnd === undefined ? 0n : process.hrtime.bigint();
       const deadline = Date.now() + deadlineMs;
       const sent = withCaller(metadata);
+      const signal = options?.signal;
       let code = Status.OK;
       try {
         for (let retry = 0; ; retry += 1) {
           try {
-            return await once(method, request, sent, deadline, onMetadata);
+            return await once(method, request, sent, deadline, signal, onMetadata);
           } catch (error) {
-            const pause = retryable(error, retry, deadline, retries);
-            if (pause === undefined) {
+            const wait = signal?.aborted === true ? undefined : retryable(error, retry, deadline, retries);
+            if (wait === undefined) {
               code = (error as ServiceError).code ?? Status.UNKNOWN;
               throw error;
             }
-            await new Promise((resolve) => setTimeout(resolve, pause));
+            try {
+              await pause(wait, signal);
+            } catch (cancelled) {
+              code = Status.CANCELLED;
+              throw cancelled;
+            }
           }
         }
       } finally {
@@ -236,9 +315,9 @@ export function createPetServiceClient(target: string, options: PetServiceClient
   const createPet = call<CreatePetRequest, CreatePetResponse>('CreatePet', client.createPet, false);
   return {
     listPets: call<ListPetsRequest, ListPetsResponse>('ListPets', client.listPets, retryReads),
-    async createPet(request, metadata) {
+    async createPet(request, metadata, options) {
       let replayed = false;
-      const response = await createPet(request, metadata, (headers) => {
+      const response = await createPet(request, metadata, options, (headers) => {
         replayed = headers.get(IDEMPOTENT_REPLAYED_METADATA)[0] === 'true';
       });
       return { ...response, replayed };

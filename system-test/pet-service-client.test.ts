@@ -14,6 +14,10 @@ import { DEFAULT_MAX_CONNECTION_AGE_MS } from '../pet-service/src/config';
 import { createServer, type RunningServer } from '../pet-service/src/server';
 import { MemoryPetRepository } from '../pet-service/src/store/memory-pet-repository';
 import { capturedLogs } from './support/captured-logs';
+import { waitFor } from './support/wait-for';
+import { HeldReadsRepository } from './support/held-reads';
+import { createMetrics as createPetServiceMetrics } from '../pet-service/src/observability/metrics';
+import type { PetServiceError } from '../pet-service/src/pets/pet-service-error';
 import { addFakeDnsName } from './support/fake-dns-preload';
 import { startScriptedPetService, type ScriptedPetService } from './support/scripted-pet-service';
 
@@ -62,17 +66,6 @@ async function replicasOnOnePort(names: readonly string[], options: PetServiceOp
     replicas.push(await petService({ ...options, host: `127.0.0.${index + 1}`, port: replicas[0]?.port ?? 0, repository }));
   }
   return replicas;
-}
-
-/** Gets that wait in the store until released: a call the pet service holds for as long as the test likes. */
-class HeldGetsRepository extends MemoryPetRepository {
-  release: () => void = () => undefined;
-  private readonly gate = new Promise<void>((resolve) => (this.release = resolve));
-
-  override async get(id: bigint) {
-    await this.gate;
-    return super.get(id);
-  }
 }
 
 /**
@@ -130,7 +123,7 @@ describe('createPetServiceClient (@petstore/proto) against real gRPC servers on 
   });
 
   it('gives every call its deadline: a call the pet service holds ends DEADLINE_EXCEEDED', async () => {
-    const repository = new HeldGetsRepository();
+    const repository = new HeldReadsRepository();
     const server = await petService({ repository });
     cleanups.push(() => server.shutdown(), () => repository.release());
     const pets = client(`127.0.0.1:${server.port}`, { deadlineMs: 300 });
@@ -170,6 +163,74 @@ describe('createPetServiceClient (@petstore/proto) against real gRPC servers on 
       const pets = client(`127.0.0.1:${scripted.port}`, { retryReads: false });
       expect(await failure(pets.getPet({ id: '1' }))).to.equal(Status.UNAVAILABLE);
       expect(scripted.calls.getPet).to.equal(1);
+    });
+  });
+
+  describe('when the pet service says a retry would not help (overload)', () => {
+    it('never retries a read whose answer pushes back (grpc-retry-pushback-ms negative or not a number), nor RESOURCE_EXHAUSTED', async () => {
+      const scripted = await startScriptedPetService({
+        getPet: () => ({ fail: Status.UNAVAILABLE, pushbackMs: '-1' }),
+        listPets: (attempt) => (attempt === 1 ? { fail: Status.UNAVAILABLE, pushbackMs: 'soon' } : { fail: Status.RESOURCE_EXHAUSTED }),
+      });
+      cleanups.push(() => scripted.close());
+      const pets = client(`127.0.0.1:${scripted.port}`);
+      expect(await failure(pets.getPet({ id: '1' }))).to.equal(Status.UNAVAILABLE);
+      expect(await failure(pets.listPets(LIST))).to.equal(Status.UNAVAILABLE);
+      expect(await failure(pets.listPets(LIST))).to.equal(Status.RESOURCE_EXHAUSTED);
+      expect(scripted.calls, 'one attempt each').to.deep.include({ getPet: 1, listPets: 2 });
+    });
+
+    it('retries after the pushback it was given, when that fits in the deadline', async () => {
+      const scripted = await startScriptedPetService({
+        getPet: (attempt) => (attempt === 1 ? { fail: Status.UNAVAILABLE, pushbackMs: '300' } : { pet: PET }),
+        listPets: () => ({ fail: Status.UNAVAILABLE, pushbackMs: '5000' }),
+      });
+      cleanups.push(() => scripted.close());
+      const pets = client(`127.0.0.1:${scripted.port}`, { deadlineMs: 2000 });
+      const started = Date.now();
+      expect((await pets.getPet({ id: '1' })).pet?.name).to.equal('Rex');
+      expect(Date.now() - started, 'waited the pushback, not the 20–60 ms backoff').to.be.at.least(300);
+      expect(await failure(pets.listPets(LIST)), 'a pushback past the deadline: no retry').to.equal(Status.UNAVAILABLE);
+      expect(scripted.calls).to.deep.include({ getPet: 2, listPets: 1 });
+    });
+  });
+
+  describe('cancellation through the call\'s signal', () => {
+    it('cancels the call: the pet service stops the read, logs and counts it CANCELLED, and nothing is retried', async () => {
+      const repository = new HeldReadsRepository();
+      const metrics = createPetServiceMetrics();
+      const { logger, lines } = capturedLogs('info');
+      const server = await createServer({ host: '127.0.0.1', port: 0, repository, pageTokenSecret: 's', logger, metrics });
+      cleanups.push(() => server.shutdown());
+      const pets = client(`127.0.0.1:${server.port}`, { deadlineMs: 10_000 });
+      const controller = new AbortController();
+      const read = failure(pets.getPet({ id: '1' }, undefined, { signal: controller.signal }));
+      await waitFor(() => repository.started === 1, 5000);
+      controller.abort();
+      expect(await read).to.equal(Status.CANCELLED);
+      await waitFor(() => repository.aborted.length === 1, 5000);
+      expect((repository.aborted[0] as PetServiceError).code, 'the store read was aborted').to.equal(Status.CANCELLED);
+      expect(repository.started, 'no retry').to.equal(1);
+      await waitFor(() => lines.some((line) => line.method === 'GetPet'), 5000);
+      expect(lines.find((line) => line.method === 'GetPet')).to.include({ code: 'CANCELLED', msg: 'grpc call' });
+      const counted = async (name: string) => (await metrics.registry.getSingleMetric(name)!.get()).values.map(({ labels, value }) => ({ ...labels, value }));
+      expect(await counted('grpc_server_handled_total')).to.deep.include({ method: 'GetPet', code: 'CANCELLED', value: 1 });
+      expect(await counted('pet_store_operations_total')).to.deep.include({ operation: 'get', outcome: 'cancelled', value: 1 });
+    });
+
+    it('sends nothing for a signal already aborted, and stops waiting between retries when it aborts', async () => {
+      const scripted = await startScriptedPetService({ getPet: () => ({ fail: Status.UNAVAILABLE, pushbackMs: '1500' }) });
+      cleanups.push(() => scripted.close());
+      const pets = client(`127.0.0.1:${scripted.port}`, { deadlineMs: 10_000 });
+      expect(await failure(pets.getPet({ id: '1' }, undefined, { signal: AbortSignal.abort() }))).to.equal(Status.CANCELLED);
+      expect(scripted.calls.getPet).to.equal(0);
+
+      const controller = new AbortController();
+      const read = failure(pets.getPet({ id: '1' }, undefined, { signal: controller.signal }));
+      await waitFor(() => scripted.calls.getPet === 1, 5000);
+      controller.abort();
+      expect(await read).to.equal(Status.CANCELLED);
+      expect(scripted.calls.getPet, 'the retry the pushback allowed was never sent').to.equal(1);
     });
   });
 

@@ -66,7 +66,8 @@ const RETRIED_STATUSES: ReadonlySet<number> = new Set([502, 503, 504]);
  * A client for the gateway's `/v1` API, for Node 20+ and browsers (global `fetch`, no Node
  * modules). Every operation of the API is idempotent as the client sends it (reads, and creates
  * with an `Idempotency-Key`), so it retries them all: on a 429 `rate_limited` after `Retry-After`
- * plus jittered backoff, on a 502/503/504 or a lost connection after jittered backoff, within
+ * plus jittered backoff, on a 502/503/504 or a lost connection after jittered backoff (and after
+ * `Retry-After` first when the answer has one: a 503 for a request the service shed), within
  * `retry.budgetMs`. A 429 `api_key_banned` is never retried.
  */
 export function createPetstoreClient<Mode extends Int64Mode = 'bigint'>(options: PetstoreClientOptions<Mode>): PetstoreClient<Mode> {
@@ -92,7 +93,6 @@ export function createPetstoreClient<Mode extends Int64Mode = 'bigint'>(options:
       const ticket = await gate.acquire(signal);
       let response: Response | undefined;
       let failure: PetstoreError;
-      let floorMs = 0;
       try {
         response = await fetchImpl(attempt.url, { method: attempt.method, headers: attempt.headers, body: attempt.body, signal });
         const text = await response.text();
@@ -111,12 +111,11 @@ export function createPetstoreClient<Mode extends Int64Mode = 'bigint'>(options:
       } finally {
         gate.release(ticket, response?.headers);
       }
-      if (failure.code === 'rate_limited') {
-        floorMs = failure.retryAfterMs ?? 0;
-        gate.blockUntil(now() + floorMs);
-      } else if (failure.code !== 'network_error' && !RETRIED_STATUSES.has(failure.status)) {
-        throw failure;
-      }
+      if (failure.code !== 'rate_limited' && failure.code !== 'network_error' && !RETRIED_STATUSES.has(failure.status)) throw failure;
+      // `Retry-After` is a floor: when a 429's window opens, or how long a 503 for a request the
+      // service shed asks for. Only a 429 holds back the client's other calls (bans count 429s).
+      const floorMs = failure.retryAfterMs ?? 0;
+      if (failure.code === 'rate_limited') gate.blockUntil(now() + floorMs);
       const delay = retryDelayMs(retry, retries, random, floorMs);
       if (now() + delay > giveUpAt) throw failure;
       await sleep(delay, signal);

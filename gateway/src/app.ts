@@ -10,6 +10,7 @@ import { createCorsPolicy } from './edge/cors-policy';
 import { createErrorHandler, type InternalErrorListener, methodNotAllowed, notFound } from './http/error-handler';
 import { MemoryRateLimiter } from './rate-limit/memory-rate-limiter';
 import type { GatewayMetrics } from './observability/metrics';
+import { countShed } from './observability/http-metrics';
 import { openApiDocumentFor } from './http/openapi/proxied-routes';
 import { createApiDocsRouter } from './http/api-docs-router';
 import type { PetClient } from './pet-service-client/pet-client';
@@ -77,7 +78,13 @@ export function createApp(options: AppOptions): RequestListener {
   app.use(createErrorHandler(onInternalError));
   return createFrontDoor({
     app,
-    routes: createPetsRoutes({ petClient: options.petClient, now, onInternalError, tracer }),
+    routes: createPetsRoutes({
+      petClient: options.petClient,
+      now,
+      onInternalError,
+      tracer,
+      ...(options.metrics === undefined ? {} : { onShed: countShed(options.metrics) }),
+    }),
     apiKeys: options.apiKeys,
     now,
     limiter: options.limiter ?? new MemoryRateLimiter({ now }),

@@ -39,8 +39,12 @@ export interface PetServiceConfig extends ServiceSettings {
   readonly mongodbIdBlockSize: number;
   /** Creates one replica sends to the store at once; more wait in a queue. */
   readonly maxConcurrentWrites: number;
-  /** Creates that wait for a turn; one more is refused with RESOURCE_EXHAUSTED (HTTP 429). */
+  /** Creates that wait for a turn; one more is refused with RESOURCE_EXHAUSTED (HTTP 503). */
   readonly maxQueuedWrites: number;
+  /** Reads (ListPets, GetPet) one replica sends to the store at once; more wait in a queue. */
+  readonly maxConcurrentReads: number;
+  /** Reads that wait for a turn; one more is refused with RESOURCE_EXHAUSTED (HTTP 503). */
+  readonly maxQueuedReads: number;
   /** Idempotency keys the embedded store remembers at most; the oldest is forgotten first. */
   readonly idempotencyMaxKeys: number;
   readonly pageTokenSecret: string;
@@ -69,6 +73,14 @@ export const DEFAULT_MAX_CONNECTION_AGE_MS = 30_000;
 /** The read preference modes MONGODB_READ_PREFERENCE accepts (the driver's names). */
 export const MONGO_READ_PREFERENCES = ['primary', 'primaryPreferred', 'secondary', 'secondaryPreferred', 'nearest'] as const;
 export type MongoReadPreference = (typeof MONGO_READ_PREFERENCES)[number];
+
+/**
+ * STORE_MAX_CONCURRENT_READS' and STORE_MAX_QUEUED_READS' defaults: room for a store that answers
+ * in milliseconds, since the bound shrinks by itself on a slow one (store/concurrency-limiter.ts);
+ * with them the overload benchmark kept its goodput and fast refusals on FerretDB (docs/mongodb.md).
+ */
+export const DEFAULT_MAX_CONCURRENT_READS = 16;
+export const DEFAULT_MAX_QUEUED_READS = 16;
 
 /**
  * MONGODB_ID_BLOCK_SIZE's default: one write to MongoDB per this many creates on a replica, and at
@@ -101,7 +113,15 @@ const ENVIRONMENT_SPEC = {
   }),
   STORE_MAX_QUEUED_WRITES: nonNegativeInteger({
     default: 16,
-    desc: 'Creates waiting for a turn per replica; one more is refused at once with RESOURCE_EXHAUSTED (429, Retry-After)',
+    desc: 'Creates waiting for a turn per replica; one more is refused at once with RESOURCE_EXHAUSTED (503, Retry-After)',
+  }),
+  STORE_MAX_CONCURRENT_READS: positiveInteger({
+    default: DEFAULT_MAX_CONCURRENT_READS,
+    desc: 'Reads (ListPets, GetPet) sent to the store at once per replica; past what the store absorbs, more only make every read slower',
+  }),
+  STORE_MAX_QUEUED_READS: nonNegativeInteger({
+    default: DEFAULT_MAX_QUEUED_READS,
+    desc: 'Reads waiting for a turn per replica; one more is refused at once with RESOURCE_EXHAUSTED (503, Retry-After)',
   }),
   IDEMPOTENCY_MAX_KEYS: positiveInteger({
     default: 10_000,
@@ -149,6 +169,8 @@ export function parseConfig(env: NodeJS.ProcessEnv, prettyAvailable?: () => bool
     mongodbIdBlockSize: parsed.MONGODB_ID_BLOCK_SIZE,
     maxConcurrentWrites: parsed.STORE_MAX_CONCURRENT_WRITES,
     maxQueuedWrites: parsed.STORE_MAX_QUEUED_WRITES,
+    maxConcurrentReads: parsed.STORE_MAX_CONCURRENT_READS,
+    maxQueuedReads: parsed.STORE_MAX_QUEUED_READS,
     idempotencyMaxKeys: parsed.IDEMPOTENCY_MAX_KEYS,
     pageTokenSecret: parsed.PAGE_TOKEN_SECRET,
     adminPort: parsed.PET_SERVICE_ADMIN_PORT ?? parsed.ADMIN_PORT,

@@ -60,11 +60,11 @@ async function openRepository(config: PetServiceConfig, logger: Logger): Promise
 async function main(config: PetServiceConfig, logger: Logger): Promise<void> {
   const repository = await openRepository(config, logger);
   const metrics = createMetrics(repository instanceof MemoryPetRepository ? { idempotencyKeys: () => repository.idempotencyKeys } : {});
-  // A queued create gives up while its caller's deadline still leaves the store its timeout.
-  const writeTimeMs = config.mongodbUri === undefined ? 0 : config.mongodbTimeoutMs;
+  // A queued read or create gives up while its caller's deadline still leaves the store its timeout.
+  const operationTimeMs = config.mongodbUri === undefined ? 0 : config.mongodbTimeoutMs;
   const tracing = createTracing(config.tracing, { onExportFailure: logExportFailures(logger) });
   const store = config.mongodbUri === undefined ? { system: 'memory' } : { system: 'mongodb', namespace: config.mongodbDatabase };
-  const server = await createServer({ ...config, writeTimeMs, repository, logger, metrics, tracer: tracing.tracer, store }).catch((error: unknown) => {
+  const server = await createServer({ ...config, operationTimeMs, repository, logger, metrics, tracer: tracing.tracer, store }).catch((error: unknown) => {
     throw listenFailure(error, 'PET_SERVICE_PORT', config.port);
   });
   const admin = await startAdminServer(metrics.registry, config.host, config.adminPort).catch((error: unknown) => {

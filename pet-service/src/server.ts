@@ -15,7 +15,7 @@ import { DEFAULT_MAX_CONNECTION_AGE_MS, DEFAULT_SLOW_CALL_MS } from './config';
 import { servedPetServiceDefinition } from './grpc/pet-service-definition';
 import { createPetServiceHandlers } from './grpc/pet-service-handlers';
 import { StoreHealthMonitor } from './store/store-health';
-import { createWriteLimiter } from './store/write-limiter';
+import { createConcurrencyLimiter } from './store/concurrency-limiter';
 
 /** What {@link createServer} needs; everything comes from the caller, nothing from the environment. */
 export interface ServerOptions {
@@ -28,15 +28,19 @@ export interface ServerOptions {
   readonly metrics?: PetServiceMetrics;
   /** How often the store is pinged to keep the health status current. */
   readonly storeHealthIntervalMs?: number;
-  /** Creates running at once (unset: no bound); see {@link createWriteLimiter}. */
+  /** Creates running at once (unset: no bound); see {@link createConcurrencyLimiter}. */
   readonly maxConcurrentWrites?: number;
   /** Creates waiting for a turn; one more is refused with RESOURCE_EXHAUSTED (unset: no bound). */
   readonly maxQueuedWrites?: number;
+  /** Reads (ListPets, GetPet) running at once (unset: no bound). */
+  readonly maxConcurrentReads?: number;
+  /** Reads waiting for a turn; one more is refused with RESOURCE_EXHAUSTED (unset: no bound). */
+  readonly maxQueuedReads?: number;
   /**
-   * The longest a create takes in the store (its timeout): a queued create gives up, with
-   * RESOURCE_EXHAUSTED, while its caller's deadline still leaves this much (unset: 0).
+   * The longest a store operation takes (the store's timeout): a queued read or create gives up,
+   * with RESOURCE_EXHAUSTED, while its caller's deadline still leaves this much (unset: 0).
    */
-  readonly writeTimeMs?: number;
+  readonly operationTimeMs?: number;
   /** How long {@link RunningServer.shutdown} waits for in-flight calls before cancelling them. */
   readonly shutdownTimeoutMs?: number;
   /**
@@ -87,12 +91,16 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
   const tracer = options.tracer ?? NON_RECORDING_TRACER;
   const repository = new InstrumentedRepository(options.repository, metrics, tracer, options.store);
   const forcedShutdown = new AbortController();
-  const writes = createWriteLimiter({
-    maxConcurrent: options.maxConcurrentWrites ?? Number.POSITIVE_INFINITY,
-    maxQueued: options.maxQueuedWrites ?? Number.POSITIVE_INFINITY,
-    writeTimeMs: options.writeTimeMs ?? 0,
-  });
-  metrics.watchWrites(writes);
+  const limiter = (kind: string, maxConcurrent: number | undefined, maxQueued: number | undefined) =>
+    createConcurrencyLimiter({
+      kind,
+      maxConcurrent: maxConcurrent ?? Number.POSITIVE_INFINITY,
+      maxQueued: maxQueued ?? Number.POSITIVE_INFINITY,
+      operationTimeMs: options.operationTimeMs ?? 0,
+    });
+  const reads = limiter('read', options.maxConcurrentReads, options.maxQueuedReads);
+  const writes = limiter('write', options.maxConcurrentWrites, options.maxQueuedWrites);
+  metrics.watchLimiters({ reads, writes });
   const server = new Server({
     'grpc.max_connection_age_ms': options.maxConnectionAgeMs ?? DEFAULT_MAX_CONNECTION_AGE_MS,
     // Calls in flight at that age get this long to finish; the gateway's deadline is 2 s.
@@ -102,6 +110,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
     servedPetServiceDefinition(),
     createPetServiceHandlers({
       repository,
+      reads,
       writes,
       pageTokens: new PageTokenCodec(options.pageTokenSecret),
       logger,

@@ -1,8 +1,8 @@
-import { Server, ServerCredentials, status as Status, type ServiceError } from '@grpc/grpc-js';
-import { type CreatePetResponse, type GetPetResponse, type ListPetsResponse, PetServiceService } from '@petstore/proto';
+import { Metadata, Server, ServerCredentials, status as Status, type ServiceError } from '@grpc/grpc-js';
+import { type CreatePetResponse, type GetPetResponse, type ListPetsResponse, PetServiceService, RETRY_PUSHBACK_METADATA } from '@petstore/proto';
 
-/** What a scripted call answers: a response, or a gRPC status to fail with. */
-export type Answer<Res> = Res | { fail: Status };
+/** What a scripted call answers: a response, or a gRPC status to fail with (and a retry pushback to send with it). */
+export type Answer<Res> = Res | { fail: Status; pushbackMs?: string };
 
 export interface ScriptedPetService {
   readonly port: number;
@@ -32,8 +32,11 @@ export async function startScriptedPetService(script: Script): Promise<ScriptedP
       calls[method] += 1;
       const run = script[method] as ((attempt: number) => Answer<Res> | Promise<Answer<Res>>) | undefined;
       void Promise.resolve(run === undefined ? { fail: Status.UNIMPLEMENTED } : run(calls[method])).then((result) => {
-        if (typeof result === 'object' && result !== null && 'fail' in result) callback({ code: result.fail, details: 'scripted' });
-        else callback(null, result as Res);
+        if (typeof result === 'object' && result !== null && 'fail' in result) {
+          const metadata = new Metadata();
+          if (result.pushbackMs !== undefined) metadata.set(RETRY_PUSHBACK_METADATA, result.pushbackMs);
+          callback({ code: result.fail, details: 'scripted', metadata });
+        } else callback(null, result as Res);
       });
     };
   server.addService(PetServiceService, {

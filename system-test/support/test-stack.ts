@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
-import { createServer as createPetServer, type RunningServer } from '../../pet-service/src/server';
+import { createServer as createPetServer, type RunningServer, type ServerOptions } from '../../pet-service/src/server';
 import { MemoryPetRepository } from '../../pet-service/src/store/memory-pet-repository';
 import type { PetRepository } from '../../pet-service/src/store/pet-repository';
 import { type ApiKeyDirectory, ApiKeyStore, sha256Hex } from '../../gateway/src/keys/api-keys';
@@ -24,6 +24,8 @@ export interface TestStack {
 
 export interface TestStackOptions {
   readonly repository?: PetRepository;
+  /** More settings of the pet service (its logger, metrics, bounds); default none. */
+  readonly petService?: Partial<Omit<ServerOptions, 'host' | 'port' | 'repository'>>;
   readonly petClientTimeoutMs?: number;
   /** Point the gateway at this pet service instead of starting a real one. */
   readonly petServiceAddress?: string;
@@ -48,6 +50,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     port: 0,
     repository: options.repository ?? new MemoryPetRepository(),
     pageTokenSecret: 'test-secret',
+    ...options.petService,
   });
   const petClient: PetClient = createPetClient({
     target: options.petServiceAddress ?? `127.0.0.1:${petService.port}`,

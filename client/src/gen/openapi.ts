@@ -337,7 +337,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the rate limit, the key is temporarily banned, or the pet service is over capacity. Error codes: rate_limited, api_key_banned. */
+            /** @description Over the rate limit, or the key is temporarily banned. Error codes: rate_limited, api_key_banned. */
             429: {
                 headers: {
                     /**
@@ -410,7 +410,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The pet service is unavailable. Error codes: service_unavailable. */
+            /** @description The pet service is unavailable, or over capacity: it shed the request. Error codes: service_unavailable. */
             503: {
                 headers: {
                     /**
@@ -438,6 +438,11 @@ export interface operations {
                      * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
+                    /**
+                     * @description On a shed request (the pet service over capacity): seconds until a retry may succeed.
+                     * @example 1
+                     */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -775,7 +780,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the rate limit, the key is temporarily banned, or the pet service is over capacity. Error codes: rate_limited, api_key_banned. */
+            /** @description Over the rate limit, or the key is temporarily banned. Error codes: rate_limited, api_key_banned. */
             429: {
                 headers: {
                     /**
@@ -848,7 +853,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The pet service is unavailable. Error codes: service_unavailable. */
+            /** @description The pet service is unavailable, or over capacity: it shed the request. Error codes: service_unavailable. */
             503: {
                 headers: {
                     /**
@@ -876,6 +881,11 @@ export interface operations {
                      * @example "minute";r=59;t=42, "day";r=999;t=81319
                      */
                     RateLimit: string;
+                    /**
+                     * @description On a shed request (the pet service over capacity): seconds until a retry may succeed.
+                     * @example 1
+                     */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1245,7 +1255,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Over the rate limit, the key is temporarily banned, or the pet service is over capacity. Error codes: rate_limited, api_key_banned. */
+            /** @description Over the rate limit, or the key is temporarily banned. Error codes: rate_limited, api_key_banned. */
             429: {
                 headers: {
                     /**
@@ -1348,7 +1358,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The pet service is unavailable. Error codes: service_unavailable. */
+            /** @description The pet service is unavailable, or over capacity: it shed the request. Error codes: service_unavailable. */
             503: {
                 headers: {
                     /**
@@ -1391,6 +1401,11 @@ export interface operations {
                      * @example </v1/pets>; rel="successor-version"
                      */
                     Link?: string;
+                    /**
+                     * @description On a shed request (the pet service over capacity): seconds until a retry may succeed.
+                     * @example 1
+                     */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {

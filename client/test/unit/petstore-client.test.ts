@@ -157,6 +157,25 @@ describe('petstore client', () => {
       expect(time.now() - START).to.be.at.most(4000);
     });
 
+    it('waits Retry-After plus jittered backoff on a shed 503, for that call only, and gives up at once past the budget', async () => {
+      const { client, sent } = clientFor([
+        errorAnswer(503, 'service_unavailable', { 'Retry-After': '2', ...limitHeaders(58) }),
+        json(201, PET),
+        json(201, PET),
+      ]);
+      expect((await client.createPet({ name: 'Rex', categoryId: 1 })).name).to.equal('Rex');
+      expect(sent).to.have.length(2);
+      expect(time.sleeps, 'Retry-After, then the first backoff').to.deep.equal([2050]);
+      expect(sent[1]!.headers.get('idempotency-key'), 'the same create').to.equal(sent[0]!.headers.get('idempotency-key'));
+      // Unlike a 429, a shed request holds back no other call of the client.
+      expect((await client.createPet({ name: 'Rex', categoryId: 1 })).name).to.equal('Rex');
+      expect(time.sleeps).to.deep.equal([2050]);
+
+      const late = clientFor([errorAnswer(503, 'service_unavailable', { 'Retry-After': '120', ...limitHeaders(58) })]);
+      expect(await rejection(late.client.createPet({ name: 'Rex', categoryId: 1 }))).to.include({ code: 'service_unavailable', retryAfterMs: 120_000 });
+      expect(late.sent).to.have.length(1);
+    });
+
     it('stops at api_key_banned with the ban end, without retrying', async () => {
       const banEnd = START / 1000 + 900;
       const { client, sent } = clientFor([

@@ -131,6 +131,7 @@ export function createFrontDoor(options: FrontDoorOptions): RequestListener {
       span: startRequestSpan(tracer, request),
       key: undefined,
       route: undefined,
+      cancel: undefined,
     };
     attachContext(request, context);
     observe(response);

@@ -23,6 +23,11 @@ export interface RequestContext {
    * undefined: express's matched route, or `unmatched`.
    */
   route: string | undefined;
+  /**
+   * Aborted when the client goes away before its answer is finished, so the call made for it
+   * (to the pet service) is cancelled; set by whatever makes such a call.
+   */
+  cancel: AbortController | undefined;
 }
 
 const CONTEXT = Symbol('request context');

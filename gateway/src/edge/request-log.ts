@@ -54,7 +54,8 @@ export function logRequest(logger: Logger, line: RequestLine, aborted = false): 
 /**
  * One log line per request, when its response is finished: method, route, status, duration (ms),
  * key id, request id, trace id and span id; never the key or the Authorization header. A 5xx is logged at error level
- * as `request failed`; a response the client abandoned before it was finished, as `request aborted`.
+ * as `request failed`; a response the client abandoned before it was finished, as `request aborted`,
+ * and the call made for it is cancelled (its context's `cancel`): nobody is waiting for its answer.
  * With `metrics`, a finished response is also counted and timed by route, method and status (an
  * abandoned one is not). The request's server span ends with it.
  *
@@ -68,6 +69,7 @@ export function createRequestObserver(logger: Logger, metrics?: GatewayMetrics):
     const context = contextOf(request);
     const elapsed = Number(process.hrtime.bigint() - context.startedAt);
     const finished = this.writableFinished;
+    if (!finished) context.cancel?.abort();
     const { traceId, spanId } = context.span.spanContext();
     const line: RequestLine = {
       requestId: context.requestId,

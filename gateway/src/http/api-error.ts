@@ -26,13 +26,13 @@ export const ERROR_CODE_TABLE = {
     statuses: [415],
     when: 'body not `application/json`, a charset other than `utf-8`, or an unsupported Content-Encoding',
   },
-  rate_limited: {
-    statuses: [429],
-    when: "over the plan's limit, or the pet service is over capacity (RESOURCE_EXHAUSTED, `Retry-After: 1`)",
-  },
+  rate_limited: { statuses: [429], when: "over the plan's limit" },
   api_key_banned: { statuses: [429], when: 'key temporarily banned for hammering after 429s' },
   internal: { statuses: [500], when: 'a bug; details are logged, never sent' },
-  service_unavailable: { statuses: [503], when: 'pet service (or its store) unreachable' },
+  service_unavailable: {
+    statuses: [503],
+    when: 'pet service (or its store) unreachable; or the pet service is over capacity and shed the request (its RESOURCE_EXHAUSTED), with `Retry-After: 1`',
+  },
   bad_gateway: {
     statuses: [502],
     when:

@@ -11,13 +11,19 @@ interface Translation {
   readonly headers?: Readonly<Record<string, string>>;
 }
 
-/** gRPC status to HTTP, as grpc-gateway maps them. Unlisted codes are 500 `internal`. */
+/**
+ * The answer to RESOURCE_EXHAUSTED: the pet service shed the call, over its capacity for now. A
+ * 503 with `Retry-After`, as load shedding answers (RFC 9110 section 15.6.4), not grpc-gateway's
+ * 429: a 429 tells a client that it sent too much, and this client may have sent one request.
+ * One instance, so the pets routes can count what was shed.
+ */
+export const PET_SERVICE_OVER_CAPACITY = new ApiError(503, 'service_unavailable', 'pet service is over capacity; retry later', { 'Retry-After': '1' });
+
+/** gRPC status to HTTP, as grpc-gateway maps them but for RESOURCE_EXHAUSTED. Unlisted codes are 500 `internal`. */
 const TABLE = new Map<Status, Translation>([
   [Status.INVALID_ARGUMENT, { status: 400, code: 'invalid_request', passMessage: true, fallback: 'invalid request' }],
   [Status.NOT_FOUND, { status: 404, code: 'not_found', passMessage: true, fallback: 'not found' }],
   [Status.ALREADY_EXISTS, { status: 409, code: 'conflict', passMessage: true, fallback: 'conflict' }],
-  // Every 429 promises Retry-After; the pet service being over capacity is momentary.
-  [Status.RESOURCE_EXHAUSTED, { status: 429, code: 'rate_limited', passMessage: false, fallback: 'pet service is over capacity', headers: { 'Retry-After': '1' } }],
   [Status.UNAVAILABLE, { status: 503, code: 'service_unavailable', passMessage: false, fallback: 'pet service unavailable' }],
   [Status.DEADLINE_EXCEEDED, { status: 504, code: 'gateway_timeout', passMessage: false, fallback: 'pet service did not answer in time' }],
   [Status.UNAUTHENTICATED, { status: 401, code: 'unauthorized', passMessage: false, fallback: 'unauthenticated' }],
@@ -44,6 +50,7 @@ const HTTP_FIELD_NAMES: ReadonlyMap<string, string> = new Map([
  * is one (`<HTTP field>: <description>`), otherwise `details` as it came.
  */
 export function grpcStatusToHttp(code: Status, details: string, metadata?: Metadata): ApiError {
+  if (code === Status.RESOURCE_EXHAUSTED) return PET_SERVICE_OVER_CAPACITY;
   const translation = TABLE.get(code) ?? INTERNAL;
   return new ApiError(translation.status, translation.code, clientMessage(translation, details, metadata), translation.headers);
 }

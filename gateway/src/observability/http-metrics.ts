@@ -6,3 +6,8 @@ export function recordRequest(metrics: GatewayMetrics, route: string, method: st
   metrics.httpRequests.inc(labels);
   metrics.httpRequestSeconds.observe(labels, seconds);
 }
+
+/** Counts the requests the pet service shed (answered 503, over capacity), by route and method. */
+export function countShed(metrics: GatewayMetrics): (route: string, method: string) => void {
+  return (route, method) => metrics.httpRequestsShed.inc({ route, method });
+}

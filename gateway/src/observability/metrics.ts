@@ -8,6 +8,8 @@ export interface GatewayMetrics {
   readonly registry: Registry;
   readonly httpRequests: Counter<'route' | 'method' | 'status'>;
   readonly httpRequestSeconds: Histogram<'route' | 'method' | 'status'>;
+  /** Requests answered 503 because the pet service shed them (its RESOURCE_EXHAUSTED: over capacity). */
+  readonly httpRequestsShed: Counter<'route' | 'method'>;
   readonly rateLimitDecisions: Counter<'plan' | 'outcome'>;
   /** The same decisions for the keys of METRICS_KEY_IDS only; see {@link countKeyDecisions}. */
   readonly rateLimitKeyDecisions: Counter<'key_id' | 'outcome'>;
@@ -67,6 +69,12 @@ export function createMetrics(): GatewayMetrics {
       help: 'Time to answer an HTTP request.',
       labelNames: ['route', 'method', 'status'],
       buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    httpRequestsShed: new Counter({
+      name: 'http_requests_shed_total',
+      help: 'Requests answered 503 with Retry-After because the pet service was over capacity and shed them, by route template and method.',
+      labelNames: ['route', 'method'],
       registers,
     }),
     rateLimitDecisions: new Counter({

@@ -11,6 +11,7 @@ import { tracedCall } from '../pet-service-client/traced-call';
 import { ApiError } from '../http/api-error';
 import { markDeprecated } from '../http/deprecation';
 import { methodNotAllowed, sendApiError, toApiError, type InternalErrorListener } from '../http/error-handler';
+import { PET_SERVICE_OVER_CAPACITY } from '../http/grpc-status-to-http';
 import { compileComponentSchema, describeFirstError } from '../http/json-schema';
 import { readJsonBody } from '../http/json-body';
 import { sendJson } from '../http/send-json';
@@ -23,6 +24,8 @@ export interface PetsRoutesOptions {
   readonly now: () => number;
   /** Told of every error that became a 500. */
   readonly onInternalError: InternalErrorListener;
+  /** Told of every request answered 503 because the pet service shed it (over capacity). */
+  readonly onShed?: (route: string, method: string) => void;
   /** Starts the client spans of the calls to the pet service; default: none recorded. */
   readonly tracer?: Tracer;
 }
@@ -72,10 +75,13 @@ const TWO_IDEMPOTENCY_KEYS = ApiError.invalid('Idempotency-Key', ONE_VALUE_PROBL
  * exactly as express would: the same statuses, headers, Error bodies and 405s with `Allow`; HEAD
  * is served as GET.
  */
-export function createPetsRoutes({ petClient, now, onInternalError, tracer = NON_RECORDING_TRACER }: PetsRoutesOptions): ServedRoutes {
-  const fail = (request: IncomingMessage, response: ServerResponse, error: unknown): void => {
+export function createPetsRoutes({ petClient, now, onInternalError, onShed, tracer = NON_RECORDING_TRACER }: PetsRoutesOptions): ServedRoutes {
+  const fail = (request: IncomingMessage, response: ServerResponse, context: RequestContext, error: unknown): void => {
+    // The client went away and its call was cancelled for it: there is nobody to answer.
+    if (context.cancel?.signal.aborted === true) return;
     const apiError = toApiError(error);
     if (apiError.code === 'internal') onInternalError(error);
+    else if (apiError === PET_SERVICE_OVER_CAPACITY) onShed?.(context.route!, request.method!);
     sendApiError(request, response, apiError);
   };
 
@@ -83,7 +89,7 @@ export function createPetsRoutes({ petClient, now, onInternalError, tracer = NON
     const query = readListQuery(parseQuery(parseUrl(request)!.query as string | null ?? ''));
     const listRequest = { pageSize: query.limit, pageToken: query.cursor ?? '', status: toWireStatus(query.status) };
     const { pets, nextPageToken } = await tracedCall(tracer, context.span, 'ListPets', { requestId: context.requestId }, (metadata) =>
-      petClient.listPets(listRequest, metadata),
+      petClient.listPets(listRequest, metadata, cancellable(context)),
     );
     if (nextPageToken !== '') response.setHeader('Link', nextLink(query, nextPageToken));
     sendJson(response, 200, petsToJson(pets));
@@ -105,7 +111,9 @@ export function createPetsRoutes({ petClient, now, onInternalError, tracer = NON
         ? { requestId: context.requestId }
         : { requestId: context.requestId, idempotencyKey: idempotencyKey as string, callerId: context.key!.id };
     const newPet = { name: pet.name, categoryId: pet.categoryId.toString(), status: toWireStatus(pet.status) };
-    const created = await tracedCall(tracer, context.span, 'CreatePet', values, (metadata) => petClient.createPet(newPet, metadata));
+    const created = await tracedCall(tracer, context.span, 'CreatePet', values, (metadata) =>
+      petClient.createPet(newPet, metadata, cancellable(context)),
+    );
     response.setHeader('Location', `/v1/pets/${created.pet!.id}`);
     if (created.replayed) response.setHeader('Idempotent-Replayed', 'true');
     sendJson(response, 201, petToJson(created.pet!));
@@ -115,7 +123,7 @@ export function createPetsRoutes({ petClient, now, onInternalError, tracer = NON
     markDeprecated(response, now());
     if (!isPositiveInt64(petId)) throw NOT_A_PET_ID;
     const { pet } = await tracedCall(tracer, context.span, 'GetPet', { requestId: context.requestId }, (metadata) =>
-      petClient.getPet({ id: petId }, metadata),
+      petClient.getPet({ id: petId }, metadata, cancellable(context)),
     );
     sendJson(response, 200, petToJson(pet!));
   };
@@ -138,10 +146,21 @@ export function createPetsRoutes({ petClient, now, onInternalError, tracer = NON
       else if (method === 'GET' || method === 'HEAD') served = getPet(response, context, petId);
       else served = Promise.reject(PET_METHODS);
     }
-    served.catch((error: unknown) => fail(request, response, error));
+    served.catch((error: unknown) => fail(request, response, context, error));
     return true;
   };
   return { serve, routeOf };
+}
+
+/**
+ * The options of a pet service call made for the request: cancelled when its client goes away
+ * before the answer (the request observer aborts `context.cancel`), so that the pet service stops
+ * work nobody waits for.
+ */
+function cancellable(context: RequestContext): { signal: AbortSignal } {
+  const controller = new AbortController();
+  context.cancel = controller;
+  return { signal: controller.signal };
 }
 
 function decodeParameter(encoded: string): string | undefined {

@@ -4,7 +4,7 @@ import { IDEMPOTENT_REPLAYED_METADATA, type Pet, type PetServiceServer } from '@
 import type { PageTokenCodec } from '../pets/page-token';
 import type { PetRecord } from '../pets/pet-record';
 import type { InstrumentedRepository } from '../store/instrumented-repository';
-import type { WriteLimiter } from '../store/write-limiter';
+import type { ConcurrencyLimiter, LimitedCaller } from '../store/concurrency-limiter';
 import { idempotencyClaimOf } from '../pets/idempotency';
 import { PetServiceError } from '../pets/pet-service-error';
 import { toWireStatus } from '../pets/pet-status';
@@ -14,25 +14,29 @@ import { createUnaryCall, type UnaryCallDependencies } from './unary-call';
 export interface HandlerDependencies extends UnaryCallDependencies {
   /** The store, each operation a child of its call's span. */
   readonly repository: InstrumentedRepository;
+  /** Every read (ListPets, GetPet) passes it; a full queue answers RESOURCE_EXHAUSTED. */
+  readonly reads: ConcurrencyLimiter;
   /** Every create passes it; a full queue answers RESOURCE_EXHAUSTED. */
-  readonly writes: WriteLimiter;
+  readonly writes: ConcurrencyLimiter;
   readonly pageTokens: PageTokenCodec;
 }
 
 /** The PetService implementation: validation, then one repository call per RPC. */
 export function createPetServiceHandlers({
   repository,
+  reads,
   writes,
   pageTokens,
   ...callDependencies
 }: HandlerDependencies): PetServiceServer {
   const unary = createUnaryCall(callDependencies);
   return {
-    listPets: unary('ListPets', async (request, _call, span) => {
+    listPets: unary('ListPets', async (request, call, span) => {
       const { pageSize, status } = validateList(request);
       const afterId = request.pageToken === '' ? undefined : pageTokens.decode(request.pageToken, status).afterId;
       // One extra record tells whether another page exists without a count query.
-      const records = await repository.list({ status, afterId, limit: pageSize + 1 }, span);
+      const query = { status, afterId, limit: pageSize + 1 };
+      const records = await reads.run(() => repository.list(query, signalOf(call), span), call);
       const page = records.slice(0, pageSize);
       const nextPageToken =
         records.length > pageSize ? pageTokens.encode({ afterId: page[page.length - 1]!.id, status }) : '';
@@ -45,13 +49,25 @@ export function createPetServiceHandlers({
       if (created.replayed) call.sendMetadata(replayedMetadata());
       return { pet: toWire(created.pet) };
     }),
-    getPet: unary('GetPet', async (request, _call, span) => {
+    getPet: unary('GetPet', async (request, call, span) => {
       const id = validateGet(request);
-      const record = await repository.get(id, span);
+      const record = await reads.run(() => repository.get(id, signalOf(call), span), call);
       if (record === undefined) throw new PetServiceError(Status.NOT_FOUND, `pet ${id} not found`);
       return { pet: toWire(record) };
     }),
   };
+}
+
+/**
+ * Aborted when `call` is cancelled: its client cancelled it or went away, or its deadline passed
+ * (grpc-js cancels the call then, too). Made when the read starts, after its wait for a turn.
+ */
+function signalOf(call: LimitedCaller): AbortSignal {
+  const controller = new AbortController();
+  const abort = (): void => controller.abort(new PetServiceError(Status.CANCELLED, 'cancelled while reading'));
+  if (call.cancelled) abort();
+  else call.once('cancelled', abort);
+  return controller.signal;
 }
 
 function replayedMetadata(): Metadata {

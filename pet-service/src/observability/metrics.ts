@@ -8,17 +8,18 @@ export interface PetServiceMetrics {
   readonly storeOperations: Counter<'operation' | 'outcome'>;
   readonly storeOperationSeconds: Histogram<'operation' | 'outcome'>;
   /**
-   * Reads the creates' queue at each scrape from now on (until then both gauges read 0). Creates
-   * queue, and the overflow is refused with RESOURCE_EXHAUSTED, long before CPU rises: the queue is
-   * what an autoscaler should scale on under a write burst (docs/deploy.md).
+   * Reads the reads' and the creates' queues at each scrape from now on (until then the gauges
+   * read 0). Operations queue, and the overflow is refused with RESOURCE_EXHAUSTED, long before
+   * CPU rises: the queues are what an autoscaler should scale on (docs/deploy.md).
    */
-  watchWrites(source: WriteQueue): void;
+  watchLimiters(sources: { readonly reads: OperationQueue; readonly writes: OperationQueue }): void;
 }
 
-/** A write limiter as the metrics read it (store/write-limiter.ts). */
-export interface WriteQueue {
+/** A concurrency limiter as the metrics read it (store/concurrency-limiter.ts). */
+export interface OperationQueue {
   readonly queued: number;
   readonly running: number;
+  readonly limit: number;
 }
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
@@ -43,27 +44,40 @@ export function createMetrics(sources: MetricSources = {}): PetServiceMetrics {
       },
     });
   }
-  let writes: WriteQueue = { queued: 0, running: 0 };
-  new Gauge({
-    name: 'pet_store_writes_queued',
-    help: 'Creates waiting for a turn to write (at most STORE_MAX_QUEUED_WRITES; one more is refused).',
-    registers: [registry],
-    collect() {
-      this.set(writes.queued);
-    },
-  });
-  new Gauge({
-    name: 'pet_store_writes_running',
-    help: 'Creates writing to the store now (at most STORE_MAX_CONCURRENT_WRITES).',
-    registers: [registry],
-    collect() {
-      this.set(writes.running);
-    },
-  });
+  const idle: OperationQueue = { queued: 0, running: 0, limit: 0 };
+  let limiters = { reads: idle, writes: idle };
+  const queueGauges = (kind: 'reads' | 'writes', what: string, bound: string): void => {
+    new Gauge({
+      name: `pet_store_${kind}_queued`,
+      help: `${what} waiting for a turn (at most STORE_MAX_QUEUED_${bound}; one more is refused).`,
+      registers: [registry],
+      collect() {
+        this.set(limiters[kind].queued);
+      },
+    });
+    new Gauge({
+      name: `pet_store_${kind}_running`,
+      help: `${what} running against the store now (at most STORE_MAX_CONCURRENT_${bound}).`,
+      registers: [registry],
+      collect() {
+        this.set(limiters[kind].running);
+      },
+    });
+    new Gauge({
+      name: `pet_store_${kind}_limit`,
+      help: `${what} allowed to run at once now: STORE_MAX_CONCURRENT_${bound}, or fewer while the store answers slowly.`,
+      registers: [registry],
+      collect() {
+        this.set(limiters[kind].limit);
+      },
+    });
+  };
+  queueGauges('reads', 'Reads (ListPets, GetPet)', 'READS');
+  queueGauges('writes', 'Creates', 'WRITES');
   return {
     registry,
-    watchWrites: (source) => {
-      writes = source;
+    watchLimiters: (sources) => {
+      limiters = sources;
     },
     grpcCalls: new Counter({
       name: 'grpc_server_handled_total',
@@ -80,7 +94,7 @@ export function createMetrics(sources: MetricSources = {}): PetServiceMetrics {
     }),
     storeOperations: new Counter({
       name: 'pet_store_operations_total',
-      help: 'Store operations, by operation and outcome (ok or error).',
+      help: 'Store operations, by operation and outcome (ok, error, or cancelled: a read stopped because its caller went away).',
       labelNames: ['operation', 'outcome'],
       registers: [registry],
     }),

@@ -1,5 +1,5 @@
 import { Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
-import { type FieldViolation, fieldViolationMetadata, IDEMPOTENCY_KEY_METADATA } from '@petstore/proto';
+import { type FieldViolation, fieldViolationMetadata, IDEMPOTENCY_KEY_METADATA, RETRY_PUSHBACK_METADATA } from '@petstore/proto';
 
 /**
  * The pet service's one error type: a gRPC status code and a message safe to show callers.
@@ -11,9 +11,25 @@ export class PetServiceError extends Error {
     message: string,
     /** The request field at fault, sent as a google.rpc.BadRequest so no caller parses `message`. */
     readonly violation?: FieldViolation,
+    /** Sent as the call's retry pushback (`grpc-retry-pushback-ms`); -1 tells clients not to retry. */
+    readonly retryPushbackMs?: number,
   ) {
     super(message);
     this.name = 'PetServiceError';
+  }
+
+  /**
+   * A failure that a retry would make worse, not better: the store did not answer in time, or a
+   * bound refused the call. Its retry pushback tells gRPC clients not to retry it (gRFC A6); the
+   * caller that is told decides, with the time it has left, rather than every layer retrying.
+   */
+  static withoutRetry(code: Status, message: string): PetServiceError {
+    return new PetServiceError(code, message, undefined, -1);
+  }
+
+  /** RESOURCE_EXHAUSTED from a bound on the store's operations: the service is full for now. */
+  static overCapacity(message: string): PetServiceError {
+    return PetServiceError.withoutRetry(Status.RESOURCE_EXHAUSTED, message);
   }
 
   /**
@@ -34,6 +50,7 @@ export class PetServiceError extends Error {
     const known = error instanceof PetServiceError ? error : new PetServiceError(Status.INTERNAL, 'internal error');
     const metadata =
       known.violation === undefined ? new Metadata() : fieldViolationMetadata(known.code, known.message, known.violation);
+    if (known.retryPushbackMs !== undefined) metadata.set(RETRY_PUSHBACK_METADATA, String(known.retryPushbackMs));
     return { code: known.code, details: known.message, message: known.message, metadata };
   }
 

@@ -16,8 +16,13 @@ import type { CreateResult, ListQuery, PetRepository } from './pet-repository';
 
 type Operation = 'create' | 'get' | 'list' | 'ping';
 
-const labelsOf = (operation: Operation) => ({ ok: { operation, outcome: 'ok' }, error: { operation, outcome: 'error' } });
-/** Made once: every operation would otherwise allocate two label objects. */
+type Outcome = 'ok' | 'error' | 'cancelled';
+const labelsOf = (operation: Operation): Record<Outcome, { operation: Operation; outcome: Outcome }> => ({
+  ok: { operation, outcome: 'ok' },
+  error: { operation, outcome: 'error' },
+  cancelled: { operation, outcome: 'cancelled' },
+});
+/** Made once: every operation would otherwise allocate its label objects. */
 const LABELS = { create: labelsOf('create'), get: labelsOf('get'), list: labelsOf('list'), ping: labelsOf('ping') };
 
 /** The store behind a repository, as database spans name it. */
@@ -40,8 +45,9 @@ const SPAN_NAMES: Record<Operation, string> = {
 };
 
 /**
- * Wraps a store so every operation is counted and timed, by outcome, and knows which are still
- * running: shutdown closes the store only once none is. An operation given the span of the call
+ * Wraps a store so every operation is counted and timed, by outcome (`cancelled`: a read whose
+ * signal aborted it, its caller gone), and knows which are still running: shutdown closes the
+ * store only once none is. An operation given the span of the call
  * it serves has a client span of its own under it, when that span is recorded (database semantic
  * conventions: operation, collection, namespace; never a document's contents).
  */
@@ -69,12 +75,12 @@ export class InstrumentedRepository implements PetRepository {
     return this.observe('create', () => this.inner.create(pet, idempotency), parent);
   }
 
-  get(id: bigint, parent?: Span): Promise<PetRecord | undefined> {
-    return this.observe('get', () => this.inner.get(id), parent);
+  get(id: bigint, signal?: AbortSignal, parent?: Span): Promise<PetRecord | undefined> {
+    return this.observe('get', () => this.inner.get(id, signal), parent, signal);
   }
 
-  list(query: ListQuery, parent?: Span): Promise<PetRecord[]> {
-    return this.observe('list', () => this.inner.list(query), parent);
+  list(query: ListQuery, signal?: AbortSignal, parent?: Span): Promise<PetRecord[]> {
+    return this.observe('list', () => this.inner.list(query, signal), parent, signal);
   }
 
   ping(): Promise<void> {
@@ -96,9 +102,9 @@ export class InstrumentedRepository implements PetRepository {
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
-  private async observe<T>(operation: Operation, run: () => Promise<T>, parent?: Span): Promise<T> {
+  private async observe<T>(operation: Operation, run: () => Promise<T>, parent?: Span, signal?: AbortSignal): Promise<T> {
     const start = process.hrtime.bigint();
-    let outcome: 'ok' | 'error' = 'error';
+    let outcome: Outcome = 'error';
     const span = parent === undefined ? undefined : startChildSpan(this.tracer, parent, SPAN_NAMES[operation], this.spanAttributes[operation]);
     this.running += 1;
     try {
@@ -106,6 +112,7 @@ export class InstrumentedRepository implements PetRepository {
       outcome = 'ok';
       return result;
     } catch (error) {
+      if (signal?.aborted === true) outcome = 'cancelled';
       if (span !== undefined) {
         span.setAttribute(ATTR_ERROR_TYPE, error instanceof PetServiceError ? Status[error.code] ?? 'UNKNOWN' : (error as Error)?.name ?? 'Error');
         span.setStatus({ code: SpanStatusCode.ERROR });

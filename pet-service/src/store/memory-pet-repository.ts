@@ -58,11 +58,13 @@ export class MemoryPetRepository implements PetRepository {
     return { pet: record, replayed: false };
   }
 
-  async get(id: bigint): Promise<PetRecord | undefined> {
+  async get(id: bigint, signal?: AbortSignal): Promise<PetRecord | undefined> {
+    signal?.throwIfAborted();
     return this.byId.get(id);
   }
 
-  async list(query: ListQuery): Promise<PetRecord[]> {
+  async list(query: ListQuery, signal?: AbortSignal): Promise<PetRecord[]> {
+    signal?.throwIfAborted();
     const index = query.status === undefined ? this.all : this.byStatus[query.status];
     const start = query.afterId === undefined ? 0 : firstAfter(index, query.afterId);
     return index.slice(start, start + query.limit);

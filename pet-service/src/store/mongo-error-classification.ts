@@ -55,12 +55,12 @@ export function isConnectionFailure(error: unknown): boolean {
 /**
  * Maps a driver error to the status callers get: an operation that ran out of time is
  * DEADLINE_EXCEEDED (the server is slow, and a write may yet have been applied, so it is not
- * "retry at will"); a server out of reach or stepping down is UNAVAILABLE; anything else stays a
- * bug (INTERNAL).
+ * "retry at will"), with a pushback telling clients not to retry it; a server out of reach or
+ * stepping down is UNAVAILABLE; anything else stays a bug (INTERNAL).
  */
 export function toStoreError(error: unknown): unknown {
   if (error instanceof PetServiceError) return error;
-  if (isTimeout(error)) return new PetServiceError(Status.DEADLINE_EXCEEDED, 'pet store did not answer in time');
+  if (isTimeout(error)) return PetServiceError.withoutRetry(Status.DEADLINE_EXCEEDED, 'pet store did not answer in time');
   if (
     error instanceof MongoNetworkError ||
     error instanceof MongoServerSelectionError ||

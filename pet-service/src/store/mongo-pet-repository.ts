@@ -191,20 +191,20 @@ export class MongoPetRepository implements PetRepository {
     );
   }
 
-  async get(id: bigint): Promise<PetRecord | undefined> {
+  async get(id: bigint, signal?: AbortSignal): Promise<PetRecord | undefined> {
     return this.read(async () => {
-      const document = await this.pets.findOne({ _id: id }, { maxTimeMS: this.maxTimeMS });
+      const document = await this.pets.findOne({ _id: id }, { maxTimeMS: this.maxTimeMS, signal });
       return document === null ? undefined : fromDocument(document);
     });
   }
 
-  async list(query: ListQuery): Promise<PetRecord[]> {
+  async list(query: ListQuery, signal?: AbortSignal): Promise<PetRecord[]> {
     const filter: Record<string, unknown> = {};
     if (query.status !== undefined) filter.status = query.status;
     if (query.afterId !== undefined) filter._id = { $gt: query.afterId };
     return this.read(async () => {
       const documents = await this.pets
-        .find(filter, { sort: { _id: 1 }, limit: query.limit, maxTimeMS: this.maxTimeMS })
+        .find(filter, { sort: { _id: 1 }, limit: query.limit, maxTimeMS: this.maxTimeMS, signal })
         .toArray();
       return documents.map(fromDocument);
     });
@@ -259,11 +259,13 @@ export class MongoPetRepository implements PetRepository {
    * A read gets the store timeout in all, the driver's retry included: a retry waits for server
    * selection again, and a read that met an outage just as it began would otherwise take twice
    * the timeout and outlast the caller's deadline, a 504 where the store being down is a 503.
+   * Past that timeout the store is down or too slow, and either way another try now would not
+   * help: the answer tells clients not to retry.
    */
   private async read<T>(operation: () => Promise<T>): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(() => reject(new PetServiceError(Status.UNAVAILABLE, 'pet store unavailable')), this.maxTimeMS);
+      timer = setTimeout(() => reject(PetServiceError.withoutRetry(Status.UNAVAILABLE, 'pet store did not answer in time')), this.maxTimeMS);
     });
     try {
       return await Promise.race([this.run(operation), expired]);

@@ -21,11 +21,16 @@ export interface CreateResult {
  *
  * Failures of the backing store are thrown as {@link PetServiceError} with code UNAVAILABLE
  * so that callers can tell "store down" from a bug.
+ *
+ * A read given a `signal` stops when it aborts, as far as the store can stop it, and rejects with
+ * the signal's reason: its caller has gone, and the work would be for nobody. A create takes no
+ * signal: once started it finishes (within the store's timeout), since a write cut off halfway
+ * leaves its outcome unknown to everyone.
  */
 export interface PetRepository {
   create(pet: NewPetRecord, idempotency?: IdempotencyClaim): Promise<CreateResult>;
-  get(id: bigint): Promise<PetRecord | undefined>;
-  list(query: ListQuery): Promise<PetRecord[]>;
+  get(id: bigint, signal?: AbortSignal): Promise<PetRecord | undefined>;
+  list(query: ListQuery, signal?: AbortSignal): Promise<PetRecord[]>;
   /** Resolves when the backing store answers; health checks call it. */
   ping(): Promise<void>;
   close(): Promise<void>;

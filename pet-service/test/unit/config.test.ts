@@ -43,6 +43,17 @@ describe('pet-service config', () => {
     expect(() => parseConfig({ STORE_MAX_QUEUED_WRITES: '-1' })).to.throw(/^invalid configuration: STORE_MAX_QUEUED_WRITES: /);
   });
 
+  it('bounds the reads one replica sends to the store: 16 at once, 16 waiting, unless told otherwise', () => {
+    expect(parseConfig({})).to.include({ maxConcurrentReads: 16, maxQueuedReads: 16 });
+    expect(parseConfig({ STORE_MAX_CONCURRENT_READS: '3', STORE_MAX_QUEUED_READS: '0' })).to.include({ maxConcurrentReads: 3, maxQueuedReads: 0 });
+    for (const bad of ['0', '-1', '1.5', 'many']) {
+      expect(() => parseConfig({ STORE_MAX_CONCURRENT_READS: bad }), bad).to.throw(/^invalid configuration: STORE_MAX_CONCURRENT_READS: /);
+    }
+    for (const bad of ['-1', '1.5', 'many']) {
+      expect(() => parseConfig({ STORE_MAX_QUEUED_READS: bad }), bad).to.throw(/^invalid configuration: STORE_MAX_QUEUED_READS: /);
+    }
+  });
+
   it('logs successful calls faster than 100 ms at debug unless LOG_SLOW_CALL_MS says otherwise; 0 logs all at info', () => {
     expect(parseConfig({})).to.include({ slowCallMs: 100 });
     expect(parseConfig({ LOG_SLOW_CALL_MS: '0' })).to.include({ slowCallMs: 0 });

@@ -35,12 +35,18 @@ export const commonErrors = {
     ...error('Known path, other method.', ['method_not_allowed']),
     headers: { Allow: { schema: { type: 'string' }, required: true } },
   },
-  '429': error('Over the rate limit, the key is temporarily banned, or the pet service is over capacity.', [
-    'rate_limited',
-    'api_key_banned',
-  ]),
+  '429': error('Over the rate limit, or the key is temporarily banned.', ['rate_limited', 'api_key_banned']),
   '500': error('Unexpected failure.', ['internal']),
-  '503': error('The pet service is unavailable.', ['service_unavailable']),
+  '503': {
+    ...error('The pet service is unavailable, or over capacity: it shed the request.', ['service_unavailable']),
+    headers: {
+      'Retry-After': {
+        schema: { type: 'integer', minimum: 1 },
+        description: 'On a shed request (the pet service over capacity): seconds until a retry may succeed.',
+        example: 1,
+      },
+    },
+  },
   '504': error('The pet service did not answer in time.', ['gateway_timeout']),
 };
 

@@ -31,6 +31,7 @@ describe('request logging', () => {
         span: NON_RECORDING_TRACER.startSpan('request'),
         key: undefined,
         route: undefined,
+        cancel: undefined,
       };
       attachContext(request, context);
       observe(response);

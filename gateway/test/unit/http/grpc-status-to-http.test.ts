@@ -1,14 +1,14 @@
 import { Metadata, status as Status } from '@grpc/grpc-js';
 import { fieldViolationMetadata, STATUS_DETAILS_METADATA } from '@petstore/proto';
 import { expect } from 'chai';
-import { grpcStatusToHttp } from '../../../src/http/grpc-status-to-http';
+import { grpcStatusToHttp, PET_SERVICE_OVER_CAPACITY } from '../../../src/http/grpc-status-to-http';
 
 describe('grpcStatusToHttp', () => {
   const table: Array<[Status, number, string]> = [
     [Status.INVALID_ARGUMENT, 400, 'invalid_request'],
     [Status.NOT_FOUND, 404, 'not_found'],
     [Status.ALREADY_EXISTS, 409, 'conflict'],
-    [Status.RESOURCE_EXHAUSTED, 429, 'rate_limited'],
+    [Status.RESOURCE_EXHAUSTED, 503, 'service_unavailable'],
     [Status.UNAVAILABLE, 503, 'service_unavailable'],
     [Status.DEADLINE_EXCEEDED, 504, 'gateway_timeout'],
     [Status.UNAUTHENTICATED, 401, 'unauthorized'],
@@ -24,8 +24,9 @@ describe('grpcStatusToHttp', () => {
     });
   }
 
-  it('promises a retry after one second when the pet service is over capacity, and nothing else', () => {
-    expect(grpcStatusToHttp(Status.RESOURCE_EXHAUSTED, 'busy').headers).to.deep.equal({ 'Retry-After': '1' });
+  it('promises a retry after one second when the pet service shed the call (over capacity), and nothing else', () => {
+    expect(grpcStatusToHttp(Status.RESOURCE_EXHAUSTED, 'busy')).to.equal(PET_SERVICE_OVER_CAPACITY);
+    expect(PET_SERVICE_OVER_CAPACITY.headers).to.deep.equal({ 'Retry-After': '1' });
     expect(grpcStatusToHttp(Status.UNAVAILABLE, 'down').headers).to.deep.equal({});
   });
 

@@ -15,7 +15,7 @@ describe('pets routes', () => {
     unserved = [];
     const routes = createPetsRoutes({ petClient: {} as PetClient, now: () => 0, onInternalError: () => undefined });
     server = await listenOnLoopback((request, response) => {
-      context = { requestId: 'r', startedAt: 0n, span: NON_RECORDING_TRACER.startSpan('request'), key: undefined, route: undefined };
+      context = { requestId: 'r', startedAt: 0n, span: NON_RECORDING_TRACER.startSpan('request'), key: undefined, route: undefined, cancel: undefined };
       const path = new URL(request.url!, 'http://x').pathname;
       if (!routes.serve(request, response, context, path)) {
         unserved.push(path);

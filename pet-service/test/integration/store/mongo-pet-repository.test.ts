@@ -244,6 +244,67 @@ describe('MongoPetRepository against a real MongoDB-wire server', function () {
     });
   });
 
+  describe('a read slower than its caller can wait (a page over 30,000 pets: FerretDB scans them all)', () => {
+    let database: string;
+    const needSlowPages = (context: Mocha.Context): void => {
+      if (server.kind === 'ferretdb') return;
+      console.warn('      pending: on MongoDB the page is an index range scan, never slower than the timeout');
+      context.skip();
+    };
+    before(async function () {
+      this.timeout(60_000);
+      database = server.freshDatabase();
+      const pets = raw.db(database).collection<{ _id: bigint }>('pets');
+      for (let from = 1; from <= 30_000; from += 5000) {
+        await pets.insertMany(Array.from({ length: 5000 }, (_, index) => ({ _id: BigInt(from + index), name: `p${from + index}`, categoryId: 1n, status: 'available' })));
+      }
+      // Builds the indexes, so the stores below only find them made.
+      await (await connect(database, undefined, 30_000)).close();
+    });
+
+    it('fails past the store timeout as a timeout that tells clients not to retry (retry pushback -1)', async function () {
+      needSlowPages(this);
+      const repository = await connect(database, undefined, 200);
+      try {
+        const error = await repository.list({ status: 'available', limit: 21 }).then(() => expect.fail('the page was served'), (thrown: unknown) => thrown);
+        expect(error).to.be.instanceOf(PetServiceError);
+        expect([Status.UNAVAILABLE, Status.DEADLINE_EXCEEDED]).to.include((error as PetServiceError).code);
+        expect((error as PetServiceError).retryPushbackMs).to.equal(-1);
+      } finally {
+        await repository.close();
+      }
+    });
+
+    it('stops a read whose signal aborts once it is on the wire: the driver drops it and rejects with the reason', async function () {
+      needSlowPages(this);
+      let sent: () => void = () => undefined;
+      const onTheWire = new Promise<void>((resolve) => (sent = resolve));
+      const repository = await MongoPetRepository.connect({
+        uri: server.uri,
+        database,
+        timeoutMs: 60_000,
+        onCommand: (event) => {
+          if (event.commandName === 'find') sent();
+        },
+      });
+      try {
+        const controller = new AbortController();
+        const reason = new PetServiceError(Status.CANCELLED, 'caller gone');
+        const read = repository.list({ status: 'available', limit: 21 }, controller.signal).then(
+          () => 'served',
+          (thrown: unknown) => thrown,
+        );
+        await onTheWire;
+        controller.abort(reason);
+        expect(await read).to.equal(reason);
+        // The connection it used was closed; the next read gets another and is served.
+        expect(await repository.get(7n)).to.include({ id: 7n });
+      } finally {
+        await repository.close();
+      }
+    });
+  });
+
   describe('when the server is unreachable', () => {
     it('fails with UNAVAILABLE within the timeout, never hangs, and works again when the server is back', async function () {
       skipUnlessControllable(server, this);
