@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import { Redis } from 'ioredis';
 import { type RedisServer, startRedisOrSkip } from './support/redis-server';
 import { type ServiceProcess, startService } from './support/service-process';
+import { REPLICAS_KEY, REPLICAS_SINCE_KEY } from '../gateway/src/rate-limit/replica-heartbeat';
 
 // Issue 13: with TRUST_PROXY=true every X-Forwarded-For value became a bucket of its own.
 const TRUSTING = { TRUST_PROXY: 'true', PET_SERVICE_ADDR: '127.0.0.1:1', LOG_LEVEL: 'info' };
@@ -118,8 +119,10 @@ describe('spoofed X-Forwarded-For addresses (TRUST_PROXY=true)', function () {
       let longest = 0;
       let count = 0;
       for await (const keys of client.scanStream({ count: 1000 }) as AsyncIterable<string[]>) {
-        for (const key of keys) longest = Math.max(longest, key.length);
-        count += keys.length;
+        // The replicas' heartbeat keeps two keys of its own, whatever the traffic.
+        const counters = keys.filter((key) => key !== REPLICAS_KEY && key !== REPLICAS_SINCE_KEY);
+        for (const key of counters) longest = Math.max(longest, key.length);
+        count += counters.length;
       }
       console.log(`      3,000 requests: ${count} keys in Redis, the longest ${longest} characters; statuses ${JSON.stringify([...statuses])}`);
       expect(longest).to.be.at.most(64);

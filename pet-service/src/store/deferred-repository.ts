@@ -75,12 +75,12 @@ export class DeferredRepository implements PetRepository {
     return this.current().create(pet, idempotency);
   }
 
-  async get(id: bigint): Promise<PetRecord | undefined> {
-    return this.current().get(id);
+  async get(id: bigint, signal?: AbortSignal): Promise<PetRecord | undefined> {
+    return this.current().get(id, signal);
   }
 
-  async list(query: ListQuery): Promise<PetRecord[]> {
-    return this.current().list(query);
+  async list(query: ListQuery, signal?: AbortSignal): Promise<PetRecord[]> {
+    return this.current().list(query, signal);
   }
 
   async ping(): Promise<void> {

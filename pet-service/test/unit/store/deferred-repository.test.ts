@@ -42,6 +42,21 @@ describe('DeferredRepository', () => {
     expect(await repository.get(pet.id)).to.deep.equal(pet);
   });
 
+  it("hands a read's abort signal to the store it opened, so a caller that leaves stops the read there", async () => {
+    const seen: Array<AbortSignal | undefined> = [];
+    const store = new MemoryPetRepository();
+    const list = store.list.bind(store);
+    const get = store.get.bind(store);
+    store.list = (query, signal) => (seen.push(signal), list(query, signal));
+    store.get = (id, signal) => (seen.push(signal), get(id, signal));
+    const repository = new DeferredRepository({ open: async () => store });
+    await repository.opened;
+    const controller = new AbortController();
+    await repository.list({ limit: 1 }, controller.signal);
+    await repository.get(1n, controller.signal);
+    expect(seen).to.deep.equal([controller.signal, controller.signal]);
+  });
+
   it('tries again after each store error, pausing twice as long each time (jittered in the upper half), up to the ceiling', async () => {
     const store = opener(5);
     const retries: Array<[number, number]> = [];
