@@ -1,7 +1,17 @@
-import { createLogger, createTracing, flushThenExit, installCrashHandlers, logExportFailures, shutdownOnSignal } from '@petstore/runtime';
+import {
+  ConfigError,
+  createLogger,
+  createTracing,
+  flushThenExit,
+  installCrashHandlers,
+  logExportFailures,
+  resolveSecretFiles,
+  shutdownOnSignal,
+} from '@petstore/runtime';
 import type { Logger } from 'pino';
 import { startAdminServer } from './observability/admin-server';
-import { parseConfig, type PetServiceConfig } from './config';
+import { parseConfig, type PetServiceConfig, SECRET_VARIABLES } from './config';
+import { openServerCertificates } from './grpc/tls-settings';
 import { MemoryPetRepository } from './store/memory-pet-repository';
 import { createMetrics } from './observability/metrics';
 import { MongoPetRepository } from './store/mongo-pet-repository';
@@ -10,7 +20,7 @@ import { createServer } from './server';
 
 function readConfig(): PetServiceConfig {
   try {
-    return parseConfig(process.env);
+    return parseConfig(resolveSecretFiles(process.env, SECRET_VARIABLES));
   } catch (error) {
     console.error((error as Error).message);
     process.exit(1);
@@ -29,16 +39,26 @@ async function openRepository(config: PetServiceConfig): Promise<PetRepository> 
 }
 
 async function main(config: PetServiceConfig, logger: Logger): Promise<void> {
+  // Before the store: a certificate that cannot be used is a configuration error, found at once.
+  const tls =
+    config.tls === undefined
+      ? undefined
+      : { certificates: openServerCertificates(config.tls, logger), requireClientCertificate: config.tls.clientCaFile !== undefined };
   const repository = await openRepository(config);
   const metrics = createMetrics(repository instanceof MemoryPetRepository ? { idempotencyKeys: () => repository.idempotencyKeys } : {});
   // A queued create gives up while its caller's deadline still leaves the store its timeout.
   const writeTimeMs = config.mongodbUri === undefined ? 0 : config.mongodbTimeoutMs;
   const tracing = createTracing(config.tracing, { onExportFailure: logExportFailures(logger) });
   const store = config.mongodbUri === undefined ? { system: 'memory' } : { system: 'mongodb', namespace: config.mongodbDatabase };
-  const server = await createServer({ ...config, writeTimeMs, repository, logger, metrics, tracer: tracing.tracer, store });
+  const server = await createServer({ ...config, writeTimeMs, repository, logger, metrics, tracer: tracing.tracer, store, tls });
   const admin = await startAdminServer(metrics.registry, config.host, config.adminPort);
   logger.info(
-    { port: server.port, adminPort: admin.port, store: config.mongodbUri === undefined ? 'memory' : 'mongodb' },
+    {
+      port: server.port,
+      adminPort: admin.port,
+      store: config.mongodbUri === undefined ? 'memory' : 'mongodb',
+      grpcTransport: tls === undefined ? 'plaintext' : tls.requireClientCertificate ? 'mutual TLS' : 'TLS',
+    },
     'pet service listening',
   );
 
@@ -64,6 +84,12 @@ const config = readConfig();
 const logger = createLogger({ service: 'pet-service', level: config.logLevel, pretty: config.logPretty });
 installCrashHandlers(logger);
 main(config, logger).catch((error: unknown) => {
+  if (error instanceof ConfigError) {
+    // The same one line as a bad variable: what to change, not a stack.
+    console.error(error.message);
+    flushThenExit(logger, 1);
+    return;
+  }
   logger.fatal({ err: error }, 'pet service failed to start');
   flushThenExit(logger, 1);
 });

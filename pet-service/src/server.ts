@@ -1,4 +1,5 @@
 import { Server, ServerCredentials } from '@grpc/grpc-js';
+import type { CertificateFiles } from '@petstore/proto';
 import { loadSync } from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
 import { PET_SERVICE_NAME, PET_SERVICE_PROTO, PROTO_ROOT } from '@petstore/proto';
@@ -16,6 +17,7 @@ import { servedPetServiceDefinition } from './grpc/pet-service-definition';
 import { createPetServiceHandlers } from './grpc/pet-service-handlers';
 import { StoreHealthMonitor } from './store/store-health';
 import { createWriteLimiter } from './store/write-limiter';
+import { listenTls } from './grpc/tls-listener';
 
 /** What {@link createServer} needs; everything comes from the caller, nothing from the environment. */
 export interface ServerOptions {
@@ -54,6 +56,12 @@ export interface ServerOptions {
   readonly tracer?: Tracer;
   /** The store, as its operations' spans name it (unset: the in-process store). */
   readonly store?: StoreDescription;
+  /**
+   * Serve TLS with these certificates (followed as they change, and closed at shutdown), and
+   * with `requireClientCertificate` accept only callers presenting a certificate signed by their
+   * CA (mutual TLS). Unset: plaintext.
+   */
+  readonly tls?: { readonly certificates: CertificateFiles; readonly requireClientCertificate: boolean };
 }
 
 export interface RunningServer {
@@ -123,11 +131,23 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
   const definition = loadSync([PET_SERVICE_PROTO, HEALTH_PROTO], { includeDirs: [PROTO_ROOT], keepCase: true });
   new ReflectionService(withProtocMapEntryNames(definition)).addToServer(server);
 
-  const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${options.host}:${options.port}`, ServerCredentials.createInsecure(), (error, bound) =>
-      error ? reject(error) : resolve(bound),
-    );
-  });
+  const tlsListener =
+    options.tls === undefined
+      ? undefined
+      : await listenTls(server, {
+          host: options.host,
+          port: options.port,
+          ...options.tls,
+          logger,
+          countRefusal: (reason) => metrics.tlsHandshakeRefusals.inc({ reason }),
+        });
+  const port =
+    tlsListener?.port ??
+    (await new Promise<number>((resolve, reject) => {
+      server.bindAsync(`${options.host}:${options.port}`, ServerCredentials.createInsecure(), (error, bound) =>
+        error ? reject(error) : resolve(bound),
+      );
+    }));
   storeHealth.start(options.storeHealthIntervalMs ?? 5000);
 
   const drain = (): void => {
@@ -142,6 +162,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
     async shutdown() {
       drain();
       health.setStatus(PET_SERVICE_NAME, 'NOT_SERVING');
+      tlsListener?.close();
       // A call whose client gave up (its deadline passed) is over for grpc-js while its store
       // operation still runs; closing the store under it would fail it as INTERNAL.
       const finished = new Promise<void>((resolve) => server.tryShutdown(() => resolve())).then(() => {
