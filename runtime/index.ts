@@ -7,6 +7,7 @@
 export * from './src/crash-handlers';
 export * from './src/env';
 export * from './src/logger';
+export * from './src/secret-files';
 export * from './src/service-env';
 export * from './src/shutdown';
 export * from './src/tracing';
