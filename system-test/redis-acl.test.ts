@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { Socket } from 'node:net';
 import { Redis } from 'ioredis';
 import type { RedisTarget } from '../gateway/src/config';
-import { checkAtStartup, closeRedis, connectRedis } from '../gateway/src/rate-limit/redis-connection';
+import { checkAtStartup, connectRedis } from '../gateway/src/rate-limit/redis-connection';
 import { ipSubject, keyPolicy, keySubject, unauthenticatedPolicy } from '../gateway/src/rate-limit/rate-limit-policy';
 import { RedisRateLimiter } from '../gateway/src/rate-limit/redis-rate-limiter';
 import { findRedisServer, type RedisServer, startRedisServer } from './support/redis-server';
