@@ -1,13 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { status as Status } from '@grpc/grpc-js';
 import { type Collection, type CommandStartedEvent, MongoClient, MongoServerError, ReadPreference, type ReadPreferenceMode } from 'mongodb';
+import { ConfigError } from '@petstore/runtime';
 import { IDEMPOTENCY_WINDOW_MS, type IdempotencyClaim } from '../pets/idempotency';
 import type { NewPetRecord, PetRecord, StoredStatus } from '../pets/pet-record';
 import type { CreateResult, ListQuery, PetRepository } from './pet-repository';
 import { PetServiceError } from '../pets/pet-service-error';
 import { createIdAllocator, type IdAllocator } from './id-blocks';
 import { createMongoIdBlocks, type IdBlockDocument, type LegacyCounterDocument } from './mongo-id-blocks';
-import { isConnectionFailure, isDuplicateKey, isFailover, toStoreError } from './mongo-error-classification';
+import { isConnectionFailure, isCredentialRefusal, isDuplicateKey, isFailover, toStoreError } from './mongo-error-classification';
 
 /** Settings for {@link MongoPetRepository.connect}. */
 export interface MongoSettings {
@@ -159,6 +160,11 @@ export class MongoPetRepository implements PetRepository {
       );
     } catch (error) {
       await client.close().catch(() => undefined);
+      if (isCredentialRefusal(error)) {
+        // The URI holds the password: only its hosts are named.
+        const hosts = client.options.hosts.map((host) => host.toString()).join(',');
+        throw new ConfigError(`MONGODB_URI: MongoDB at ${hosts} refuses the credentials (${(error as Error).message}); put the pet service user's in the URI, with authSource`);
+      }
       const storeError = toStoreError(error);
       // At start-up the operator reads this, not a client: say where, and why.
       if (storeError instanceof PetServiceError && storeError.code === Status.UNAVAILABLE) {
