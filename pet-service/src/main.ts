@@ -51,7 +51,7 @@ async function main(config: PetServiceConfig, logger: Logger): Promise<void> {
   const tracing = createTracing(config.tracing, { onExportFailure: logExportFailures(logger) });
   const store = config.mongodbUri === undefined ? { system: 'memory' } : { system: 'mongodb', namespace: config.mongodbDatabase };
   const server = await createServer({ ...config, writeTimeMs, repository, logger, metrics, tracer: tracing.tracer, store, tls });
-  const admin = await startAdminServer(metrics.registry, config.host, config.adminPort);
+  const admin = await startAdminServer(metrics.registry, config.host, config.adminPort, () => server.health.status('') === 'SERVING');
   logger.info(
     {
       port: server.port,

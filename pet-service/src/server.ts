@@ -3,7 +3,7 @@ import type { CertificateFiles } from '@petstore/proto';
 import { loadSync } from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
 import { PET_SERVICE_NAME, PET_SERVICE_PROTO, PROTO_ROOT } from '@petstore/proto';
-import { HealthImplementation, protoPath as HEALTH_PROTO } from 'grpc-health-check';
+import { protoPath as HEALTH_PROTO } from 'grpc-health-check';
 import type { Tracer } from '@opentelemetry/api';
 import { NON_RECORDING_TRACER } from '@petstore/runtime';
 import pino, { type Logger } from 'pino';
@@ -18,6 +18,7 @@ import { createPetServiceHandlers } from './grpc/pet-service-handlers';
 import { StoreHealthMonitor } from './store/store-health';
 import { createWriteLimiter } from './store/write-limiter';
 import { listenTls } from './grpc/tls-listener';
+import { ObservedHealth } from './grpc/observed-health';
 
 /** What {@link createServer} needs; everything comes from the caller, nothing from the environment. */
 export interface ServerOptions {
@@ -66,7 +67,7 @@ export interface ServerOptions {
 
 export interface RunningServer {
   readonly port: number;
-  readonly health: HealthImplementation;
+  readonly health: ObservedHealth;
   readonly storeHealth: StoreHealthMonitor;
   /**
    * The start of a shutdown: the whole server ('') reports NOT_SERVING from now on, so the
@@ -121,7 +122,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
     }),
   );
 
-  const health = new HealthImplementation(Object.fromEntries(HEALTH_SERVICES.map((service) => [service, 'SERVING'])));
+  const health = new ObservedHealth(Object.fromEntries(HEALTH_SERVICES.map((service) => [service, 'SERVING'])));
   health.addToServer(server);
   const storeHealth = new StoreHealthMonitor(repository, health, HEALTH_SERVICES, logger);
 
