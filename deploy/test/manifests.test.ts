@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { entrypoint, heapFlags, parseDockerfile } from './support/dockerfile';
 import { type KubeObject, kubectlOrSkip, render } from './support/kubectl';
+import { CREATED_OUTSIDE_GIT } from './support/external-secrets';
 import { validateObject } from './support/kubernetes-schema';
 import {
   checkAddresses,
@@ -27,29 +28,6 @@ const root = join(__dirname, '..', '..');
 const overlays = ['staging', 'production'] as const;
 type Overlay = (typeof overlays)[number];
 
-/**
- * Secrets each overlay expects to exist without rendering them, with their keys: what
- * deploy/scripts/make-secrets.sh makes (and cert-manager, for the certificates; docs/security.md).
- */
-export const CREATED_OUTSIDE_GIT: Record<Overlay, Readonly<Record<string, readonly string[]>>> = {
-  staging: {
-    'pet-service-tls': ['tls.crt', 'tls.key', 'ca.crt'],
-    'gateway-pet-service-tls': ['tls.crt', 'tls.key', 'ca.crt'],
-    'pet-service-mongodb': ['uri'],
-    'mongodb-auth': ['keyfile', 'root-password', 'petstore-password'],
-    'redis-auth': ['admin-password', 'gateway-password'],
-    'gateway-redis': ['url'],
-  },
-  production: {
-    'pet-service-tls': ['tls.crt', 'tls.key', 'ca.crt'],
-    'gateway-pet-service-tls': ['tls.crt', 'tls.key', 'ca.crt'],
-    'pet-service-mongodb': ['uri'],
-    'mongodb-auth': ['keyfile', 'root-password', 'petstore-password'],
-    'redis-auth': ['admin-password', 'gateway-password', 'replication-password', 'sentinel-data-password', 'sentinel-password'],
-    'gateway-redis': ['password', 'sentinel-password'],
-    'pet-service-page-token': ['PAGE_TOKEN_SECRET'],
-  },
-};
 
 /** The heap flags each service's image runs with, from its Dockerfile. */
 const HEAP = Object.fromEntries(
