@@ -1,5 +1,4 @@
 import { Server, ServerCredentials } from '@grpc/grpc-js';
-import type { CertificateFiles } from '@petstore/proto';
 import { loadSync } from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
 import { PET_SERVICE_NAME, PET_SERVICE_PROTO, PROTO_ROOT } from '@petstore/proto';
@@ -17,7 +16,7 @@ import { servedPetServiceDefinition } from './grpc/pet-service-definition';
 import { createPetServiceHandlers } from './grpc/pet-service-handlers';
 import { StoreHealthMonitor } from './store/store-health';
 import { createWriteLimiter } from './store/write-limiter';
-import { listenTls } from './grpc/tls-listener';
+import { listenTls, type TlsListenerOptions } from './grpc/tls-listener';
 import { ObservedHealth } from './grpc/observed-health';
 
 /** What {@link createServer} needs; everything comes from the caller, nothing from the environment. */
@@ -62,7 +61,7 @@ export interface ServerOptions {
    * with `requireClientCertificate` accept only callers presenting a certificate signed by their
    * CA (mutual TLS). Unset: plaintext.
    */
-  readonly tls?: { readonly certificates: CertificateFiles; readonly requireClientCertificate: boolean };
+  readonly tls?: Pick<TlsListenerOptions, 'certificates' | 'requireClientCertificate' | 'refusalLogIntervalMs' | 'now'>;
 }
 
 export interface RunningServer {

@@ -11,6 +11,7 @@ import { cleanEnv } from 'envalid';
 import { capturedLogs } from '../../../system-test/support/captured-logs';
 import { certificateDirectory, type CertificateDirectory, createTestCa, type TestCa } from '../../../system-test/support/test-certificates';
 import { waitFor } from '../../../system-test/support/wait-for';
+import { REFUSAL_LOG_INTERVAL_MS } from '../../src/grpc/tls-listener';
 import { createMetrics, type PetServiceMetrics } from '../../src/observability/metrics';
 import { createServer, type RunningServer } from '../../src/server';
 import { MemoryPetRepository } from '../../src/store/memory-pet-repository';
@@ -28,6 +29,8 @@ describe('pet service over mutual TLS: real handshakes with certificates made by
   let lines: Array<Record<string, unknown>>;
   let serverCertificates: CertificateFiles;
   let tracing: Tracing;
+  /** The refusal log's clock, in ms. */
+  let clock = 0;
   const spans: ReadableSpan[] = [];
   const clients: Array<{ close(): void }> = [];
   const target = (): string => `localhost:${server.port}`;
@@ -75,7 +78,7 @@ describe('pet service over mutual TLS: real handshakes with certificates made by
       metrics,
       slowCallMs: 0,
       tracer: tracing.tracer,
-      tls: { certificates: serverCertificates, requireClientCertificate: true },
+      tls: { certificates: serverCertificates, requireClientCertificate: true, now: () => clock },
     });
   });
 
@@ -151,7 +154,7 @@ describe('pet service over mutual TLS: real handshakes with certificates made by
     expect(refusals()).to.deep.equal([]);
   });
 
-  it('refuses a caller without a certificate, with one from another CA, and with an expired one; logs each peer once, not per call', async () => {
+  it('refuses a caller without a certificate, with one from another CA, with an expired one, and in plaintext; logs each peer once, not per call', async () => {
     const expired = ca.issue('expired-client', { use: 'client', from: new Date(Date.now() - 3 * 86_400_000), validDays: 1 });
     const foreign = otherCa.issue('foreign-client', { use: 'client' });
     const cases: Array<[string, string | undefined, string | undefined]> = [
@@ -166,11 +169,21 @@ describe('pet service over mutual TLS: real handshakes with certificates made by
         expect(error?.code, `${name}, call ${call}`).to.equal(Status.UNAVAILABLE);
       }
     }
+    // A plaintext caller: its HTTP/2 preface is no TLS handshake.
+    const plaintext = new PetServiceClient(target(), credentials.createInsecure());
+    clients.push(plaintext);
+    expect((await listWith(plaintext))?.code).to.equal(Status.UNAVAILABLE);
+    expect(await refusalCount('protocol_mismatch'), JSON.stringify((await metrics.tlsHandshakeRefusals.get()).values)).to.be.at.least(1);
     expect(await refusalCount('no_client_certificate'), JSON.stringify((await metrics.tlsHandshakeRefusals.get()).values)).to.equal(3);
     expect(await refusalCount('client_certificate_refused'), JSON.stringify(refusals()) + JSON.stringify((await metrics.tlsHandshakeRefusals.get()).values)).to.equal(6);
     const logged = refusals();
     expect(logged, 'every peer here is 127.0.0.1: one line, whatever the calls and reasons').to.have.length(1);
     expect(logged[0]).to.include({ peer: '127.0.0.1', level: 40 });
+    // Ten minutes on, the same peer is logged again, with the refusals the first line covered since.
+    clock += REFUSAL_LOG_INTERVAL_MS;
+    await listWith(rawClient(undefined, undefined));
+    await waitFor(() => refusals().length === 2, 5000);
+    expect(refusals()[1]).to.include({ peer: '127.0.0.1', reason: 'no_client_certificate', refusalsSinceLastLine: 10 });
     // A call that was served by no handler is in no call log line.
     expect(lines.filter((line) => line.msg === 'grpc call')).to.deep.equal([]);
   });
