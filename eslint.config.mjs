@@ -19,4 +19,10 @@ export default tseslint.config(
     languageOptions: { globals: { require: 'readonly', module: 'writable', fetch: 'readonly' } },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
+  {
+    // mongosh scripts the MongoDB pods run: mongosh's globals, and Node's require.
+    files: ['deploy/**/*.js'],
+    languageOptions: { globals: { require: 'readonly', process: 'readonly', db: 'readonly', rs: 'readonly', sleep: 'readonly', print: 'readonly' } },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
 );

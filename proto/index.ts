@@ -10,6 +10,7 @@ export * from './contract';
 export * from './metadata';
 export * from './field-violation';
 export * from './pet-service-client';
+export * from './certificate-files';
 
 import { dirname, join } from 'node:path';
 

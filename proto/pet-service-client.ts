@@ -4,6 +4,7 @@ import {
   type ChannelOptions,
   connectivityState,
   credentials as grpcCredentials,
+  experimental,
   Metadata,
   status as Status,
   type ServiceError,
@@ -17,6 +18,7 @@ import {
   type ListPetsResponse,
   PetServiceClient,
 } from './gen/petstore/v1/pet_service';
+import { CertificateFiles, CertificateFilesError, type CertificateFilesOptions } from './certificate-files';
 import { IDEMPOTENCY_KEY_PATTERN } from './contract';
 import { CALLER_ID_METADATA, IDEMPOTENT_REPLAYED_METADATA, RETRY_PUSHBACK_METADATA } from './metadata';
 
@@ -47,8 +49,16 @@ export interface PetServiceClientOptions {
    * idempotency keys to it. Name the calling service (e.g. `svc:billing`).
    */
   readonly callerId?: string;
-  /** Default insecure: plaintext inside the cluster network, as the gateway calls it. */
+  /** Default insecure (plaintext), unless {@link tls} is given. */
   readonly credentials?: ChannelCredentials;
+  /**
+   * TLS from PEM files: `caFile` (required) checks the pet service's certificate, `certFile` and
+   * `keyFile` are this caller's client certificate (required where the pet service verifies
+   * callers, as the manifests' does). The files are read now (a bad one throws
+   * {@link CertificateFilesError}) and again every `reloadIntervalMs`, so rotated certificates are
+   * used for new connections without a restart (docs/security.md). Not with {@link credentials}.
+   */
+  readonly tls?: CertificateFilesOptions;
   /** grpc-js channel options, applied over {@link defaultChannelOptions}. */
   readonly channelOptions?: ChannelOptions;
   /**
@@ -221,7 +231,12 @@ export function createPetServiceClient(target: string, options: PetServiceClient
   if (callerId !== undefined && !IDEMPOTENCY_KEY_PATTERN.test(callerId)) {
     throw new RangeError('callerId: must be 1 to 255 visible ASCII characters, as the pet service requires of x-caller-id');
   }
-  const client = new PetServiceClient(target, options.credentials ?? grpcCredentials.createInsecure(), {
+  const certificates = certificateFilesOf(options);
+  const credentials =
+    certificates === undefined
+      ? (options.credentials ?? grpcCredentials.createInsecure())
+      : experimental.createCertificateProviderChannelCredentials(certificates, certificates.current.cert === undefined ? null : certificates);
+  const client = new PetServiceClient(target, credentials, {
     ...defaultChannelOptions(options.keepalive),
     ...options.channelOptions,
   });
@@ -325,6 +340,17 @@ export function createPetServiceClient(target: string, options: PetServiceClient
     getPet: call<GetPetRequest, GetPetResponse>('GetPet', client.getPet, retryReads),
     client,
     channel,
-    close: () => client.close(),
+    close: () => {
+      client.close();
+      certificates?.close();
+    },
   };
+}
+
+/** The files of {@link PetServiceClientOptions.tls}, read. @throws CertificateFilesError, RangeError */
+function certificateFilesOf(options: PetServiceClientOptions): CertificateFiles | undefined {
+  if (options.tls === undefined) return undefined;
+  if (options.credentials !== undefined) throw new RangeError('credentials and tls: give one, not both');
+  if (options.tls.caFile === undefined) throw new CertificateFilesError('caFile', "required: the CA that the pet service's certificate is checked against");
+  return new CertificateFiles(options.tls);
 }

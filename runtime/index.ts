@@ -8,6 +8,7 @@ export * from './src/crash-handlers';
 export * from './src/env';
 export * from './src/logger';
 export * from './src/report-throttle';
+export * from './src/secret-files';
 export * from './src/service-env';
 export * from './src/shutdown';
 export * from './src/startup-error';

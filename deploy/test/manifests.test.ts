@@ -3,16 +3,19 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { entrypoint, heapFlags, parseDockerfile } from './support/dockerfile';
 import { type KubeObject, kubectlOrSkip, render } from './support/kubectl';
+import { CREATED_OUTSIDE_GIT } from './support/external-secrets';
 import { validateObject } from './support/kubernetes-schema';
 import {
   checkAddresses,
   checkAdminPortsHidden,
+  checkAuthentication,
   checkAvailability,
   checkContainers,
   checkEnvironment,
   checkNetworkPolicies,
   checkPorts,
   checkReferences,
+  checkSecretFiles,
   checkSelectors,
   checkShutdown,
   checkTrustProxy,
@@ -25,8 +28,6 @@ const root = join(__dirname, '..', '..');
 const overlays = ['staging', 'production'] as const;
 type Overlay = (typeof overlays)[number];
 
-/** Secrets each overlay expects to exist without rendering them (docs/deploy.md). */
-const CREATED_OUTSIDE_GIT: Record<Overlay, readonly string[]> = { staging: [], production: ['pet-service-page-token'] };
 
 /** The heap flags each service's image runs with, from its Dockerfile. */
 const HEAP = Object.fromEntries(
@@ -42,7 +43,9 @@ const checks: Record<string, (objects: KubeObject[], overlay: Overlay) => string
   'selectors match pod labels': (objects) => checkSelectors(objects),
   'target, probe and policy ports exist on the containers, which listen on them': (objects) => checkPorts(objects),
   'every variable set is read by the code; every one without a safe default is set': (objects) => checkEnvironment(objects),
-  'ConfigMap, Secret and ServiceAccount references resolve': (objects, overlay) => checkReferences(objects, CREATED_OUTSIDE_GIT[overlay]),
+  'ConfigMap, Secret and ServiceAccount references resolve': (objects, overlay) => checkReferences(objects, Object.keys(CREATED_OUTSIDE_GIT[overlay])),
+  'secrets reach the services as files from mounted Secrets, never as variables': (objects, overlay) => checkSecretFiles(objects, CREATED_OUTSIDE_GIT[overlay]),
+  'every internal hop authenticates: mutual TLS, Redis ACL users and Sentinel passwords, MongoDB keyfile': (objects) => checkAuthentication(objects),
   'NetworkPolicies admit exactly the intended clients': (objects) => checkNetworkPolicies(objects),
   'no Service exposes an admin port': (objects) => checkAdminPortsHidden(objects),
   'grace period > SHUTDOWN_DELAY_MS + preStop + SHUTDOWN_TIMEOUT_MS, with a drain pause': (objects) => checkShutdown(objects),
@@ -104,7 +107,7 @@ describe('deploy/ manifests', function () {
       expect(redis('production').spec.replicas).to.equal(3);
       expect(pod('production', 'redis').containers.map((c: any) => c.name)).to.deep.equal(['redis', 'sentinel']);
       expect(pod('production', 'redis').affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey).to.equal('kubernetes.io/hostname');
-      expect(gatewaySettings('staging')).to.include.keys('REDIS_URL');
+      expect(gatewaySettings('staging')).to.include.keys('REDIS_URL_FILE');
       expect(gatewaySettings('production')).to.not.have.any.keys('REDIS_URL', 'REDIS_CLUSTER_NODES');
       expect(gatewaySettings('production')).to.include.keys('REDIS_SENTINELS', 'REDIS_SENTINEL_MASTER');
     });
@@ -127,9 +130,11 @@ describe('deploy/ manifests', function () {
       }
     });
 
-    it('takes PAGE_TOKEN_SECRET from a Secret', () => {
-      const env = pod('production', 'pet-service').containers[0].env;
-      expect(env.find((e: any) => e.name === 'PAGE_TOKEN_SECRET').valueFrom.secretKeyRef).to.deep.equal({ name: 'pet-service-page-token', key: 'PAGE_TOKEN_SECRET' });
+    it('takes PAGE_TOKEN_SECRET from a Secret, as a file', () => {
+      const spec = pod('production', 'pet-service');
+      expect(spec.containers[0].env.find((e: any) => e.name === 'PAGE_TOKEN_SECRET_FILE').value).to.equal('/etc/petstore/page-token/PAGE_TOKEN_SECRET');
+      expect(spec.volumes.find((v: any) => v.name === 'page-token').secret.secretName).to.equal('pet-service-page-token');
+      expect(spec.containers[0].env.find((e: any) => e.name === 'PAGE_TOKEN_SECRET')).to.equal(undefined);
     });
 
     it('uses different image tags, and different resources', () => {
@@ -204,7 +209,7 @@ describe('deploy/ manifests', function () {
       const check = 'target, probe and policy ports exist on the containers, which listen on them';
       fails(check, (o) => (named(o, 'Service', 'pet-service').spec.ports[0].targetPort = 'gprc'), /targetPort gprc is not a port of Deployment\/pet-service/);
       fails(check, (o) => (container(o, 'gateway').readinessProbe.httpGet.port = 'metrics'), /gateway readinessProbe port metrics is not a port/);
-      fails(check, (o) => (container(o, 'pet-service').readinessProbe.grpc.port = 50052), /readinessProbe port 50052/);
+      fails(check, (o) => (container(o, 'pet-service').readinessProbe.httpGet.port = 50052), /readinessProbe port 50052/);
       fails(check, (o) => (named(o, 'NetworkPolicy', 'mongodb').spec.ingress[0].ports[0].port = 'mongo'), /NetworkPolicy\/mongodb: port mongo/);
       fails(check, (o) => (named(o, 'Ingress', 'gateway').spec.rules[0].http.paths[0].backend.service.port = { name: 'https' }), /backend port https/);
       fails(check, (o) => (settings(o, 'gateway-settings').data.ADMIN_PORT = '9100'), /container port admin is 9090, but gateway listens on 9100/);
@@ -214,11 +219,13 @@ describe('deploy/ manifests', function () {
       const check = 'every variable set is read by the code; every one without a safe default is set';
       fails(check, (o) => (settings(o, 'gateway-settings').data.PET_SERVICE_ADRESS = 'x'), /PET_SERVICE_ADRESS is set, but gateway does not read it/);
       fails(check, (o) => container(o, 'pet-service').env.push({ name: 'REDIS_URL', value: 'redis://r' }), /REDIS_URL is set, but pet-service does not read it/);
-      fails(check, (o) => delete settings(o, 'pet-service-settings').data.MONGODB_URI, /MONGODB_URI is not set/);
+      fails(check, (o) => delete settings(o, 'pet-service-settings').data.MONGODB_URI_FILE, /none of MONGODB_URI, MONGODB_URI_FILE is set/);
+      fails(check, (o) => delete settings(o, 'pet-service-settings').data.GRPC_TLS_CLIENT_CA_FILE, /GRPC_TLS_CLIENT_CA_FILE is not set/);
+      fails(check, (o) => delete settings(o, 'gateway-settings').data.PET_SERVICE_TLS_CERT_FILE, /PET_SERVICE_TLS_CERT_FILE is not set[\s\S]*PET_SERVICE_TLS_CERT_FILE: required with PET_SERVICE_TLS_KEY_FILE/);
       fails(check, (o) => delete settings(o, 'gateway-settings').data.SHUTDOWN_DELAY_MS, /SHUTDOWN_DELAY_MS is not set/);
       fails(check, (o) => (settings(o, 'gateway-settings').data.GATEWAY_WORKERS = 'many'), /invalid configuration: GATEWAY_WORKERS/);
       fails(check, (o) => (settings(o, 'gateway-settings').data.CORS_ORIGINS = 'https://app.example.com/'), /invalid configuration: CORS_ORIGINS/);
-      fails(check, (o) => delete settings(o, 'gateway-settings').data.REDIS_SENTINELS, /none of REDIS_URL, REDIS_CLUSTER_NODES, REDIS_SENTINELS is set/);
+      fails(check, (o) => delete settings(o, 'gateway-settings').data.REDIS_SENTINELS, /none of REDIS_URL, REDIS_URL_FILE, REDIS_CLUSTER_NODES, REDIS_SENTINELS is set/);
       fails(check, (o) => (settings(o, 'gateway-settings').data.REDIS_URL = 'redis://redis:6379'), /invalid configuration: REDIS_URL and REDIS_SENTINELS: set only one/);
       fails(check, (o) => delete settings(o, 'gateway-settings').data.REDIS_SENTINEL_MASTER, /invalid configuration: REDIS_SENTINEL_MASTER: required with REDIS_SENTINELS/);
     });
@@ -227,10 +234,11 @@ describe('deploy/ manifests', function () {
       const check = 'ConfigMap, Secret and ServiceAccount references resolve';
       fails(check, (o) => (container(o, 'gateway').envFrom[0].configMapRef.name = 'gateway-settings'), /ConfigMap gateway-settings does not exist/);
       fails(check, (o) => (named(o, 'Deployment', 'gateway').spec.template.spec.volumes[0].secret.secretName = 'api-keys'), /Secret api-keys does not exist/);
-      fails(check, (o) => (container(o, 'pet-service').env[0].valueFrom.secretKeyRef.name = 'page-token'), /Secret page-token does not exist/);
+      fails(check, (o) => (named(o, 'Deployment', 'pet-service').spec.template.spec.volumes[0].secret.secretName = 'page-token'), /Secret page-token does not exist/);
       fails(check, (o) => (named(o, 'Deployment', 'gateway').spec.template.spec.serviceAccountName = 'edge'), /ServiceAccount edge does not exist/);
       fails(check, (o) => (container(o, 'gateway').volumeMounts[0].name = 'keys'), /mounts volume keys, which the pod does not define/);
       fails(check, (o) => o.push({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'pet-service-page-token', namespace: 'petstore' }, data: { PAGE_TOKEN_SECRET: 'eA==' } }), /created outside git, but the manifests render one/);
+      fails(check, (o) => (named(o, 'StatefulSet', 'mongodb').spec.template.spec.volumes.find((v: any) => v.name === 'auth').secret.secretName = 'mongo-auth'), /StatefulSet\/mongodb: Secret mongo-auth does not exist/);
       const objects = copy();
       container(objects, 'gateway').env = [{ name: 'LOG_LEVEL', valueFrom: { configMapKeyRef: { name: settings(objects, 'gateway-settings').metadata.name, key: 'LOG_LEVL' } } }];
       expect(checkReferences(objects).join('\n')).to.match(/has no key LOG_LEVL/);
@@ -247,6 +255,37 @@ describe('deploy/ manifests', function () {
       fails(check, (o) => delete named(o, 'NetworkPolicy', 'gateway').spec.ingress[1].from, /an unlabelled pod can reach gateway's admin port/);
       fails(check, (o) => delete named(o, 'NetworkPolicy', 'gateway').spec.ingress[0].from[0].namespaceSelector, /the ingress controller cannot reach gateway's http port/);
       expect(INTERNAL_CLIENT_LABEL).to.deep.equal(named(copy(), 'NetworkPolicy', 'pet-service').spec.ingress[0].from[1].podSelector.matchLabels);
+    });
+
+    it('secret files: a secret as a variable, from a secretKeyRef, a file outside any Secret, a key the Secret lacks', () => {
+      const check = 'secrets reach the services as files from mounted Secrets, never as variables';
+      fails(check, (o) => (settings(o, 'gateway-settings').data.ADMIN_TOKEN = 'a-token-in-a-configmap'), /Deployment\/gateway: ADMIN_TOKEN is a variable; give it as a file \(ADMIN_TOKEN_FILE\)/);
+      fails(
+        check,
+        (o) => container(o, 'pet-service').env.push({ name: 'MONGODB_DB', valueFrom: { secretKeyRef: { name: 'pet-service-mongodb', key: 'db' } } }),
+        /MONGODB_DB comes from a secretKeyRef; mount the Secret/,
+      );
+      fails(check, (o) => (settings(o, 'pet-service-settings').data.GRPC_TLS_CLIENT_CA_FILE = '/etc/ssl/ca.crt'), /GRPC_TLS_CLIENT_CA_FILE \/etc\/ssl\/ca\.crt is not in a Secret mounted in pet-service/);
+      fails(check, (o) => (settings(o, 'gateway-settings').data.REDIS_PASSWORD_FILE = '/etc/petstore/redis/passwd'), /REDIS_PASSWORD_FILE \/etc\/petstore\/redis\/passwd: Secret gateway-redis has no key passwd/);
+      fails(check, (o) => (settings(o, 'gateway-settings').data.PET_SERVICE_TLS_CERT_FILE = '/etc/petstore/api-keys/tls.crt'), /Secret gateway-api-keys.* has no key tls\.crt/);
+    });
+
+    it('authentication: a Redis without its ACL file, replicas without masterauth, a Sentinel without a password, MongoDB without a keyfile', () => {
+      const check = 'every internal hop authenticates: mutual TLS, Redis ACL users and Sentinel passwords, MongoDB keyfile';
+      const scripts = (o: KubeObject[]) => (o.find((object) => object.kind === 'ConfigMap' && object.metadata.name.startsWith('redis-sentinel-scripts')) as any).data;
+      fails(check, (o) => (scripts(o)['start-redis.sh'] = scripts(o)['start-redis.sh'].replace(/--aclfile "[^"]+"/, '')), /StatefulSet\/redis redis: Redis does not start with an ACL file/);
+      fails(check, (o) => (scripts(o)['start-redis.sh'] = scripts(o)['start-redis.sh'].replaceAll('masterauth', 'masterpass')), /the replicas do not authenticate to the master/);
+      fails(check, (o) => (scripts(o)['start-sentinel.sh'] = scripts(o)['start-sentinel.sh'].replace(/^requirepass.*$/m, '')), /StatefulSet\/redis sentinel: the Sentinel requires no password/);
+      fails(check, (o) => (scripts(o)['start-sentinel.sh'] = scripts(o)['start-sentinel.sh'].replace(/^sentinel auth-pass.*$/m, '')), /no credentials for the data nodes/);
+      fails(
+        check,
+        (o) => (named(o, 'StatefulSet', 'mongodb').spec.template.spec.containers[0].args = named(o, 'StatefulSet', 'mongodb').spec.template.spec.containers[0].args.filter((a: string) => !a.startsWith('--keyFile'))),
+        /StatefulSet\/mongodb mongodb: MongoDB runs without authentication/,
+      );
+      const staging = structuredClone(rendered.staging);
+      const redis = (staging.find((o) => o.kind === 'Deployment' && o.metadata.name === 'redis') as any).spec.template.spec.containers[0];
+      redis.command = ['redis-server', '--protected-mode', 'no'];
+      expect(checkAuthentication(staging).join('\n')).to.match(/Deployment\/redis redis: Redis does not start with an ACL file/);
     });
 
     it('admin ports: a Service port aimed at the admin port', () => {
@@ -295,7 +334,6 @@ describe('deploy/ manifests', function () {
       fails(check, (o) => (settings(o, 'gateway-settings').data.REDIS_URL = 'redis://redis:6379'), /REDIS_URL is redis:\/\/redis:6379/);
       fails(check, (o) => (named(o, 'StatefulSet', 'redis').spec.replicas = 5), /REDIS_SENTINELS .* are not the members' Sentinels .*redis-4\.redis\.petstore\.svc\.cluster\.local:26379/);
       fails(check, (o) => (settings(o, 'gateway-settings').data.REDIS_SENTINEL_MASTER = 'mymaster'), /REDIS_SENTINEL_MASTER is mymaster, but the Sentinels monitor petstore-limits/);
-      fails(check, (o) => (named(o, 'StatefulSet', 'mongodb').spec.replicas = 5), /MONGODB_URI hosts .* are not the members .*mongodb-4/);
     });
 
     it('TRUST_PROXY: false or true behind an Ingress; set with none', () => {

@@ -8,8 +8,10 @@ import {
   type ServiceSettings,
   serviceSettings,
   throwOnError,
+  withFileVariants,
 } from '@petstore/runtime';
 import { bool, cleanEnv, EnvError, makeValidator, num, str } from 'envalid';
+import { PET_SERVICE_TLS_ENV, type PetServiceTls, petServiceTls } from './pet-service-client/pet-service-tls';
 
 /** Express's `trust proxy` setting: whether, or from which hops, X-Forwarded-For is believed. */
 export type TrustProxy = boolean | number | readonly string[];
@@ -33,6 +35,8 @@ export interface GatewayConfig extends ServiceSettings {
   /** gRPC target of the pet service. */
   readonly petServiceAddress: string;
   readonly petServiceTimeoutMs: number;
+  /** TLS (and the client certificate) of calls to the pet service; undefined: plaintext. */
+  readonly petServiceTls: PetServiceTls | undefined;
   readonly apiKeysFile: string;
   /** YAML routes proxied to HTTP upstreams; undefined: none. */
   readonly routesFile: string | undefined;
@@ -72,6 +76,9 @@ export interface GatewayConfig extends ServiceSettings {
   /** Key ids whose rate-limit decisions are counted by id as well as by plan; at most {@link MAX_METRICS_KEY_IDS}. */
   readonly metricsKeyIds: readonly string[];
 }
+
+/** The secrets that may be given as a file instead (`<NAME>_FILE`; runtime's `resolveSecretFiles`). */
+export const SECRET_VARIABLES = ['REDIS_URL', 'REDIS_PASSWORD', 'REDIS_SENTINEL_PASSWORD', 'ADMIN_TOKEN'] as const;
 
 /** Most key ids METRICS_KEY_IDS may list: each adds three series, and Prometheus pays per series. */
 export const MAX_METRICS_KEY_IDS = 50;
@@ -252,6 +259,7 @@ function environmentSpec(defaultKeysFile: string) {
     PORT: listenPort({ default: 8080, desc: 'HTTP port; 0 picks a free one' }),
     PET_SERVICE_ADDR: grpcTarget({ default: 'localhost:50051', desc: 'gRPC target of the pet service' }),
     PET_SERVICE_TIMEOUT_MS: num({ default: 2000, desc: 'Deadline of every call to the pet service' }),
+    ...PET_SERVICE_TLS_ENV,
     API_KEYS_FILE: str({ default: defaultKeysFile, desc: 'YAML or JSON keys file' }),
     ROUTES_FILE: str({ default: '', desc: 'YAML routes proxied to HTTP upstreams (docs/routes.md); empty: none' }),
     REDIS_URL: redisUrl({ default: '', desc: 'Shared rate-limit counters on one Redis; empty keeps them in this process' }),
@@ -369,7 +377,7 @@ function redisTarget(parsed: ParsedEnvironment): RedisTarget | undefined {
 }
 
 /** Every environment variable the gateway reads (deployment manifests are checked against it). */
-export const ENVIRONMENT_VARIABLES: readonly string[] = Object.freeze([...Object.keys(environmentSpec('')), 'NODE_ENV']);
+export const ENVIRONMENT_VARIABLES: readonly string[] = Object.freeze([...Object.keys(environmentSpec('')), ...withFileVariants(SECRET_VARIABLES), 'NODE_ENV']);
 
 /**
  * Parses and validates the environment. Throws one Error naming every bad variable.
@@ -410,6 +418,7 @@ export function parseConfig(
     port: parsed.PORT,
     petServiceAddress: parsed.PET_SERVICE_ADDR,
     petServiceTimeoutMs: parsed.PET_SERVICE_TIMEOUT_MS,
+    petServiceTls: petServiceTls(parsed),
     apiKeysFile: parsed.API_KEYS_FILE,
     routesFile: parsed.ROUTES_FILE === '' ? undefined : parsed.ROUTES_FILE,
     redis,

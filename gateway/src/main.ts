@@ -11,6 +11,7 @@ import {
   logExportFailures,
   logStrayOutput,
   type ParentChannel,
+  resolveSecretFiles,
   shutdownOnSignal,
   StartupError,
 } from '@petstore/runtime';
@@ -21,7 +22,7 @@ import { type ApiKey, ApiKeyStore } from './keys/api-keys';
 import { createApp } from './app';
 import { answerMetricsRequests, collectWorkerMetrics } from './cluster/cluster-metrics';
 import { createKeysFileReloader } from './keys/keys-file-reloader';
-import { type GatewayConfig, parseConfig } from './config';
+import { type GatewayConfig, parseConfig, SECRET_VARIABLES } from './config';
 import { FallbackRateLimiter } from './rate-limit/fallback-rate-limiter';
 import { closeGracefully, listen, type ListeningServer } from './http/http-server';
 import { MemoryRateLimiter } from './rate-limit/memory-rate-limiter';
@@ -46,7 +47,7 @@ const DEMO_KEYS_FILE = join(__dirname, '..', 'config', 'demo-keys.yaml');
 
 function loadSettings(): { config: GatewayConfig; apiKeys: ApiKeyStore; routes: readonly ProxyRoute[] } {
   try {
-    const config = parseConfig(process.env, DEMO_KEYS_FILE);
+    const config = parseConfig(resolveSecretFiles(process.env, SECRET_VARIABLES), DEMO_KEYS_FILE);
     const routes = config.routesFile === undefined ? [] : loadRoutesFile(config.routesFile);
     return { config, apiKeys: ApiKeyStore.load(config.apiKeysFile), routes };
   } catch (error) {
@@ -140,7 +141,7 @@ async function serve({ config, apiKeys: initialKeys, routes }: Settings, logger:
   // Every process that serves requests follows the keys file itself; a worker gets SIGHUP from the primary.
   const apiKeys = createKeysFileReloader({ path: config.apiKeysFile, initial: initialKeys, logger, metrics });
   process.on('SIGHUP', () => apiKeys.reload('SIGHUP', true));
-  const petClient = createPetClient({ target: config.petServiceAddress, timeoutMs: config.petServiceTimeoutMs, metrics });
+  const petClient = createPetClient({ target: config.petServiceAddress, timeoutMs: config.petServiceTimeoutMs, metrics, tls: config.petServiceTls, logger });
   metrics.checkPetServiceWith(petServiceHealthCheck(petClient.channel, Math.min(config.petServiceTimeoutMs, SCRAPE_HEALTH_CHECK_MS)));
   const { limiter, redisCheck, heartbeat } = await createLimiter(config, logger, true, metrics);
   const tracing = createTracing(config.tracing, { onExportFailure: logExportFailures(logger) });
@@ -274,7 +275,7 @@ async function supervise({ config, apiKeys: initialKeys, routes }: Settings, log
     }
     return keysOf(keys);
   };
-  const petClient = createPetClient({ target: config.petServiceAddress, timeoutMs: config.petServiceTimeoutMs });
+  const petClient = createPetClient({ target: config.petServiceAddress, timeoutMs: config.petServiceTimeoutMs, tls: config.petServiceTls, logger });
   // Awaited together, so a worker that dies while Redis is awaited is a start-up failure, not an
   // unhandled rejection.
   const [port, { limiter, redisCheck }] = await Promise.all([pool.listening, createLimiter(config, logger, false)]);

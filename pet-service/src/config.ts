@@ -6,7 +6,9 @@ import {
   type ServiceSettings,
   serviceSettings,
   throwOnError,
+  withFileVariants,
 } from '@petstore/runtime';
+import { type GrpcServerTls, GRPC_TLS_ENV, grpcServerTls } from './grpc/tls-settings';
 import { cleanEnv, EnvError, makeValidator, str } from 'envalid';
 import { MongoClient } from 'mongodb';
 
@@ -56,7 +58,12 @@ export interface PetServiceConfig extends ServiceSettings {
   readonly storeHealthIntervalMs: number;
   /** Client connections are asked to reconnect at this age (see `server.ts`). */
   readonly maxConnectionAgeMs: number;
+  /** TLS on the gRPC port, and whether callers must present a certificate; undefined: plaintext. */
+  readonly tls: GrpcServerTls | undefined;
 }
+
+/** The secrets that may be given as a file instead (`<NAME>_FILE`; runtime's `resolveSecretFiles`). */
+export const SECRET_VARIABLES = ['MONGODB_URI', 'PAGE_TOKEN_SECRET'] as const;
 
 /**
  * LOG_SLOW_CALL_MS's default: several times a loaded replica's p99 for a page of 20, and a
@@ -145,11 +152,12 @@ const ENVIRONMENT_SPEC = {
     desc: 'Client connections are asked to reconnect at this age, so clients find replicas added since (scale-out)',
   }),
   STORE_HEALTH_INTERVAL_MS: positiveInteger({ default: 5000, desc: 'How often the store is pinged for health' }),
+  ...GRPC_TLS_ENV,
   ...SERVICE_ENV,
 };
 
 /** Every environment variable the pet service reads (deployment manifests are checked against it). */
-export const ENVIRONMENT_VARIABLES: readonly string[] = Object.freeze([...Object.keys(ENVIRONMENT_SPEC), 'NODE_ENV']);
+export const ENVIRONMENT_VARIABLES: readonly string[] = Object.freeze([...Object.keys(ENVIRONMENT_SPEC), ...withFileVariants(SECRET_VARIABLES), 'NODE_ENV']);
 
 /**
  * Parses and validates the environment. Throws one Error naming every bad variable.
@@ -178,5 +186,6 @@ export function parseConfig(env: NodeJS.ProcessEnv, prettyAvailable?: () => bool
     slowCallMs: parsed.LOG_SLOW_CALL_MS,
     storeHealthIntervalMs: parsed.STORE_HEALTH_INTERVAL_MS,
     maxConnectionAgeMs: parsed.GRPC_MAX_CONNECTION_AGE_MS,
+    tls: grpcServerTls(parsed),
   });
 }

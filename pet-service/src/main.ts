@@ -7,11 +7,13 @@ import {
   listenFailure,
   logExportFailures,
   logStrayOutput,
+  resolveSecretFiles,
   shutdownOnSignal,
 } from '@petstore/runtime';
 import type { Logger } from 'pino';
 import { startAdminServer } from './observability/admin-server';
-import { parseConfig, type PetServiceConfig } from './config';
+import { parseConfig, type PetServiceConfig, SECRET_VARIABLES } from './config';
+import { openServerCertificates } from './grpc/tls-settings';
 import { MemoryPetRepository } from './store/memory-pet-repository';
 import { createMetrics } from './observability/metrics';
 import { DeferredRepository } from './store/deferred-repository';
@@ -24,7 +26,7 @@ const STORE_WAIT_REPORT_MS = 60_000;
 
 function readConfig(): PetServiceConfig {
   try {
-    return parseConfig(process.env);
+    return parseConfig(resolveSecretFiles(process.env, SECRET_VARIABLES));
   } catch (error) {
     console.error((error as Error).message);
     process.exit(1);
@@ -58,20 +60,32 @@ async function openRepository(config: PetServiceConfig, logger: Logger): Promise
 }
 
 async function main(config: PetServiceConfig, logger: Logger): Promise<void> {
+  // Before the store: a certificate that cannot be used is a configuration error, found at once.
+  const tls =
+    config.tls === undefined
+      ? undefined
+      : { certificates: openServerCertificates(config.tls, logger), requireClientCertificate: config.tls.clientCaFile !== undefined };
   const repository = await openRepository(config, logger);
   const metrics = createMetrics(repository instanceof MemoryPetRepository ? { idempotencyKeys: () => repository.idempotencyKeys } : {});
   // A queued read or create gives up while its caller's deadline still leaves the store its timeout.
   const operationTimeMs = config.mongodbUri === undefined ? 0 : config.mongodbTimeoutMs;
   const tracing = createTracing(config.tracing, { onExportFailure: logExportFailures(logger) });
   const store = config.mongodbUri === undefined ? { system: 'memory' } : { system: 'mongodb', namespace: config.mongodbDatabase };
-  const server = await createServer({ ...config, operationTimeMs, repository, logger, metrics, tracer: tracing.tracer, store }).catch((error: unknown) => {
+  const server = await createServer({ ...config, operationTimeMs, repository, logger, metrics, tracer: tracing.tracer, store, tls }).catch((error: unknown) => {
     throw listenFailure(error, 'PET_SERVICE_PORT', config.port);
   });
-  const admin = await startAdminServer(metrics.registry, config.host, config.adminPort).catch((error: unknown) => {
-    throw listenFailure(error, config.adminPortVariable, config.adminPort);
-  });
+  const admin = await startAdminServer(metrics.registry, config.host, config.adminPort, () => server.health.status('') === 'SERVING').catch(
+    (error: unknown) => {
+      throw listenFailure(error, config.adminPortVariable, config.adminPort);
+    },
+  );
   logger.info(
-    { port: server.port, adminPort: admin.port, store: config.mongodbUri === undefined ? 'memory' : 'mongodb' },
+    {
+      port: server.port,
+      adminPort: admin.port,
+      store: config.mongodbUri === undefined ? 'memory' : 'mongodb',
+      grpcTransport: tls === undefined ? 'plaintext' : tls.requireClientCertificate ? 'mutual TLS' : 'TLS',
+    },
     'pet service listening',
   );
   if (repository instanceof DeferredRepository && !repository.isOpen) {

@@ -2,7 +2,7 @@ import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
 import { PET_SERVICE_NAME, PET_SERVICE_PROTO, PROTO_ROOT } from '@petstore/proto';
-import { HealthImplementation, protoPath as HEALTH_PROTO } from 'grpc-health-check';
+import { protoPath as HEALTH_PROTO } from 'grpc-health-check';
 import type { Tracer } from '@opentelemetry/api';
 import { NON_RECORDING_TRACER } from '@petstore/runtime';
 import pino, { type Logger } from 'pino';
@@ -16,6 +16,8 @@ import { servedPetServiceDefinition } from './grpc/pet-service-definition';
 import { createPetServiceHandlers } from './grpc/pet-service-handlers';
 import { StoreHealthMonitor } from './store/store-health';
 import { createConcurrencyLimiter } from './store/concurrency-limiter';
+import { listenTls, type TlsListenerOptions } from './grpc/tls-listener';
+import { ObservedHealth } from './grpc/observed-health';
 
 /** What {@link createServer} needs; everything comes from the caller, nothing from the environment. */
 export interface ServerOptions {
@@ -58,11 +60,17 @@ export interface ServerOptions {
   readonly tracer?: Tracer;
   /** The store, as its operations' spans name it (unset: the in-process store). */
   readonly store?: StoreDescription;
+  /**
+   * Serve TLS with these certificates (followed as they change, and closed at shutdown), and
+   * with `requireClientCertificate` accept only callers presenting a certificate signed by their
+   * CA (mutual TLS). Unset: plaintext.
+   */
+  readonly tls?: Pick<TlsListenerOptions, 'certificates' | 'requireClientCertificate' | 'refusalLogIntervalMs' | 'now'>;
 }
 
 export interface RunningServer {
   readonly port: number;
-  readonly health: HealthImplementation;
+  readonly health: ObservedHealth;
   readonly storeHealth: StoreHealthMonitor;
   /**
    * The start of a shutdown: the whole server ('') reports NOT_SERVING from now on, so the
@@ -123,7 +131,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
   );
 
   // NOT_SERVING until the store first answers: a replica is not ready before it can serve.
-  const health = new HealthImplementation(Object.fromEntries(HEALTH_SERVICES.map((service) => [service, 'NOT_SERVING'])));
+  const health = new ObservedHealth(Object.fromEntries(HEALTH_SERVICES.map((service) => [service, 'NOT_SERVING'])));
   health.addToServer(server);
   const storeHealth = new StoreHealthMonitor(repository, health, HEALTH_SERVICES, logger);
 
@@ -133,11 +141,23 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
   const definition = loadSync([PET_SERVICE_PROTO, HEALTH_PROTO], { includeDirs: [PROTO_ROOT], keepCase: true });
   new ReflectionService(withProtocMapEntryNames(definition)).addToServer(server);
 
-  const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${options.host}:${options.port}`, ServerCredentials.createInsecure(), (error, bound) =>
-      error ? reject(error) : resolve(bound),
-    );
-  });
+  const tlsListener =
+    options.tls === undefined
+      ? undefined
+      : await listenTls(server, {
+          host: options.host,
+          port: options.port,
+          ...options.tls,
+          logger,
+          countRefusal: (reason) => metrics.tlsHandshakeRefusals.inc({ reason }),
+        });
+  const port =
+    tlsListener?.port ??
+    (await new Promise<number>((resolve, reject) => {
+      server.bindAsync(`${options.host}:${options.port}`, ServerCredentials.createInsecure(), (error, bound) =>
+        error ? reject(error) : resolve(bound),
+      );
+    }));
   await storeHealth.start(options.storeHealthIntervalMs ?? 5000);
 
   const drain = (): void => {
@@ -152,6 +172,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
     async shutdown() {
       drain();
       health.setStatus(PET_SERVICE_NAME, 'NOT_SERVING');
+      tlsListener?.close();
       // A call whose client gave up (its deadline passed) is over for grpc-js while its store
       // operation still runs; closing the store under it would fail it as INTERNAL.
       const finished = new Promise<void>((resolve) => server.tryShutdown(() => resolve())).then(() => {

@@ -68,15 +68,18 @@ function externalServer(uri: string): MongoServer {
   return { uri, kind: 'external', freshDatabase, stop: refuse, restart: refuse, close: async () => undefined };
 }
 
-/** A private FerretDB on a free loopback port, with its SQLite handler and a data directory of its own. */
-export async function startFerretDb(binary: string): Promise<MongoServer> {
+/**
+ * A private FerretDB on a free loopback port, with its SQLite handler and a data directory of its
+ * own; `args` are more of FerretDB's flags (authentication: {@link ferretDbAuthArgs}).
+ */
+export async function startFerretDb(binary: string, args: readonly string[] = []): Promise<MongoServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'petstore-ferretdb-'));
   let lastError: unknown;
   // The free port is found by binding and releasing it; another process could take it meanwhile.
   for (let attempt = 0; attempt < 3; attempt += 1) {
     const port = await freePort();
     try {
-      const handler = sqliteHandler(dataDir);
+      const handler = [...sqliteHandler(dataDir), ...args];
       let child: ChildProcess | undefined = await launchFerretDb(binary, port, dataDir, handler);
       const uri = `mongodb://127.0.0.1:${port}`;
       const stop = async (): Promise<void> => {
@@ -111,6 +114,15 @@ export async function startFerretDb(binary: string): Promise<MongoServer> {
 const sqliteHandler = (dataDir: string): string[] => ['--handler=sqlite', `--sqlite-url=file:${dataDir}/`];
 
 /**
+ * FerretDB 1.24's SCRAM authentication (behind a test flag), with a first user `username` in the
+ * admin database: every command but the handshake then needs credentials. It has no roles: any
+ * user it knows may do anything (docs/security.md says what that leaves unverified).
+ */
+export function ferretDbAuthArgs(username: string, password: string): string[] {
+  return ['--test-enable-new-auth', '--setup-database=admin', `--setup-username=${username}`, `--setup-password=${password}`];
+}
+
+/**
  * Starts FerretDB on `port` with `handler`'s arguments (its backend: SQLite files, or a
  * PostgreSQL URL) and resolves once it answers a ping.
  */
@@ -137,6 +149,8 @@ export async function launchFerretDb(binary: string, port: number, stateDir: str
       await client.db('admin').command({ ping: 1 });
       return child;
     } catch (error) {
+      // With authentication on, an answer refusing the anonymous ping is an answer all the same.
+      if (/requires authentication/.test((error as Error).message)) return child;
       if (Date.now() > deadline) {
         child.kill('SIGKILL');
         throw new Error(`ferretdb not ready in ${READY_TIMEOUT_MS} ms:\n${output}`, { cause: error });

@@ -12,14 +12,17 @@ export interface ProcessStack {
 
 /**
  * Starts the pet service, then a gateway whose PET_SERVICE_ADDR is that pet service, on free
- * ports. `gateway` may override PET_SERVICE_ADDR. A gateway that fails to start stops the pet
+ * ports. `gateway` may override PET_SERVICE_ADDR, and `petServiceAddress` make it from the port (a
+ * name the pet service's certificate holds, for TLS). A gateway that fails to start stops the pet
  * service before the error is thrown, so a failed `before` leaves no process behind.
  */
-export async function startProcessStack(env: { petService?: NodeJS.ProcessEnv; gateway?: NodeJS.ProcessEnv } = {}): Promise<ProcessStack> {
+export async function startProcessStack(
+  env: { petService?: NodeJS.ProcessEnv; gateway?: NodeJS.ProcessEnv; petServiceAddress?: (port: number) => string } = {},
+): Promise<ProcessStack> {
   const petService = await startService('pet-service', env.petService);
   let gateway: ServiceProcess;
   try {
-    gateway = await startService('gateway', { PET_SERVICE_ADDR: `127.0.0.1:${petService.port}`, ...env.gateway });
+    gateway = await startService('gateway', { PET_SERVICE_ADDR: env.petServiceAddress?.(petService.port) ?? `127.0.0.1:${petService.port}`, ...env.gateway });
   } catch (error) {
     await petService.stop();
     throw error;

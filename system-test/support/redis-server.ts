@@ -41,6 +41,12 @@ export interface RedisServerOptions {
   readonly args?: readonly string[];
   /** What it prints once it serves; default Redis's `Ready to accept connections` (a Sentinel prints none). */
   readonly readyText?: string;
+  /**
+   * A program that execs redis-server with the arguments after its own (a deployment's start
+   * script: `['sh', 'deploy/base/redis-start.sh']`), run instead of the binary, with `env` added.
+   */
+  readonly launcher?: readonly string[];
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 /** Starts redis-server on `port` or a free loopback port and resolves once it answers PING. */
@@ -77,13 +83,14 @@ async function launch(binary: string, port: number, options: RedisServerOptions)
   // Nothing is saved, but a replica writes the snapshot it receives to its directory: the
   // working directory unless told otherwise, which would be the repository.
   const child = spawn(
-    binary,
+    options.launcher?.[0] ?? binary,
     [
+      ...(options.launcher?.slice(1) ?? []),
       ...(options.configFile === undefined ? [] : [options.configFile]),
       ...['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'],
       ...(options.args ?? []),
     ],
-    { stdio: ['ignore', 'pipe', 'pipe'], cwd: tmpdir() },
+    { stdio: ['ignore', 'pipe', 'pipe'], cwd: tmpdir(), ...(options.env === undefined ? {} : { env: { ...process.env, ...options.env } }) },
   );
   let output = '';
   await new Promise<void>((resolve, reject) => {

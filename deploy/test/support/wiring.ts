@@ -1,5 +1,13 @@
-import { ENVIRONMENT_VARIABLES as GATEWAY_VARIABLES, parseConfig as parseGatewayConfig } from '../../../gateway/src/config';
-import { ENVIRONMENT_VARIABLES as PET_SERVICE_VARIABLES, parseConfig as parsePetServiceConfig } from '../../../pet-service/src/config';
+import {
+  ENVIRONMENT_VARIABLES as GATEWAY_VARIABLES,
+  parseConfig as parseGatewayConfig,
+  SECRET_VARIABLES as GATEWAY_SECRETS,
+} from '../../../gateway/src/config';
+import {
+  ENVIRONMENT_VARIABLES as PET_SERVICE_VARIABLES,
+  parseConfig as parsePetServiceConfig,
+  SECRET_VARIABLES as PET_SERVICE_SECRETS,
+} from '../../../pet-service/src/config';
 import { createMetrics as createPetServiceMetrics } from '../../../pet-service/src/observability/metrics';
 import type { KubeObject } from './kubectl';
 
@@ -33,24 +41,58 @@ interface ServiceFacts {
   parse(env: Record<string, string>): { shutdownTimeoutMs: number; shutdownDelayMs: number; adminPort: number; port: number };
   /** Which setting each named container port must equal. */
   readonly portNames: Record<string, 'port' | 'adminPort'>;
+  /** The secrets it also takes as `<NAME>_FILE`: in a cluster, only as files. */
+  readonly secrets: readonly string[];
+  /** Variables naming files the service reads (TLS), which must be in a mounted Secret too. */
+  readonly files: readonly string[];
 }
 
 export const SERVICES: Record<string, ServiceFacts> = {
   gateway: {
     variables: GATEWAY_VARIABLES,
     // The defaults: localhost, the demo keys, counters per process, no proxy, no drain pause.
-    required: ['PET_SERVICE_ADDR', 'API_KEYS_FILE', ['REDIS_URL', 'REDIS_CLUSTER_NODES', 'REDIS_SENTINELS'], 'SHUTDOWN_DELAY_MS'],
-    parse: (env) => parseGatewayConfig(env, ''),
+    // And plaintext to the pet service.
+    required: [
+      'PET_SERVICE_ADDR',
+      'API_KEYS_FILE',
+      ['REDIS_URL', 'REDIS_URL_FILE', 'REDIS_CLUSTER_NODES', 'REDIS_SENTINELS'],
+      'SHUTDOWN_DELAY_MS',
+      'PET_SERVICE_TLS_CA_FILE',
+      'PET_SERVICE_TLS_CERT_FILE',
+      'PET_SERVICE_TLS_KEY_FILE',
+    ],
+    parse: (env) => parseGatewayConfig(standInSecrets(env, GATEWAY_SECRETS), ''),
     portNames: { http: 'port', admin: 'adminPort' },
+    secrets: GATEWAY_SECRETS,
+    files: ['PET_SERVICE_TLS_CA_FILE', 'PET_SERVICE_TLS_CERT_FILE', 'PET_SERVICE_TLS_KEY_FILE'],
   },
   'pet-service': {
     variables: PET_SERVICE_VARIABLES,
-    // The defaults: the in-memory store, no drain pause.
-    required: ['MONGODB_URI', 'SHUTDOWN_DELAY_MS'],
-    parse: (env) => parsePetServiceConfig(env),
+    // The defaults: the in-memory store, no drain pause, plaintext gRPC from any caller.
+    required: [['MONGODB_URI', 'MONGODB_URI_FILE'], 'SHUTDOWN_DELAY_MS', 'GRPC_TLS_CERT_FILE', 'GRPC_TLS_KEY_FILE', 'GRPC_TLS_CLIENT_CA_FILE'],
+    parse: (env) => parsePetServiceConfig(standInSecrets(env, PET_SERVICE_SECRETS)),
     portNames: { grpc: 'port', admin: 'adminPort' },
+    secrets: PET_SERVICE_SECRETS,
+    files: ['GRPC_TLS_CERT_FILE', 'GRPC_TLS_KEY_FILE', 'GRPC_TLS_CLIENT_CA_FILE'],
   },
 };
+
+/**
+ * A valid value for each secret given as a file (the file is in a Secret the manifests do not
+ * render), so the settings parse as the service would parse them with the file read.
+ */
+const STAND_INS: Record<string, string> = {
+  MONGODB_URI: 'mongodb://petstore:stand-in@mongodb-0.mongodb:27017/petstore?replicaSet=rs0&authSource=petstore',
+  REDIS_URL: 'redis://gateway:stand-in@redis:6379',
+};
+
+function standInSecrets(env: Record<string, string>, secrets: readonly string[]): Record<string, string> {
+  const resolved = { ...env };
+  for (const name of secrets) {
+    if (env[`${name}_FILE`] !== undefined && env[name] === undefined) resolved[name] = STAND_INS[name] ?? 'a-stand-in-secret-of-some-length';
+  }
+  return resolved;
+}
 
 const namespaceOf = (object: KubeObject) => object.metadata.namespace ?? 'default';
 
@@ -523,6 +565,8 @@ export function checkAddresses(objects: readonly KubeObject[]): string[] {
       if (service?.spec.clusterIP !== 'None') problems.push(`${where}: the pet service's Service is not headless, so round_robin would see one address`);
       if (env.PET_SERVICE_ADDR !== wanted) problems.push(`${where}: PET_SERVICE_ADDR is ${env.PET_SERVICE_ADDR}, not ${wanted}`);
     }
+    // A REDIS_URL given as a file holds a password, and its Secret is not rendered: the secrets
+    // script's test checks its address (deploy/test/make-secrets.test.ts).
     if (env.REDIS_URL !== undefined) {
       const { service } = serviceFor('redis', ns);
       const wanted = `redis://${service?.metadata.name}.${ns}.svc.cluster.local:${service?.spec.ports?.[0]?.port}`;
@@ -605,6 +649,92 @@ export function checkAvailability(objects: readonly KubeObject[]): string[] {
     const workload = all.find((w) => w.name === name);
     if (workload === undefined || !(objects as any[]).some((o) => o.kind === 'PodDisruptionBudget' && selects(o.spec.selector, workload.labels))) {
       problems.push(`${name}: no PodDisruptionBudget`);
+    }
+  }
+  return problems;
+}
+
+/** The volume mounted in `container` whose mount path holds `path`, and the file's path within it. */
+function mountedFile(pod: any, container: any, path: string): { volume: any; key: string } | undefined {
+  const mounts: any[] = (container.volumeMounts ?? []).filter((mount: any) => path.startsWith(`${String(mount.mountPath).replace(/\/$/, '')}/`));
+  const mount = mounts.sort((a, b) => b.mountPath.length - a.mountPath.length)[0];
+  if (mount === undefined) return undefined;
+  const volume = (pod.volumes ?? []).find((candidate: any) => candidate.name === mount.name);
+  return volume === undefined ? undefined : { volume, key: path.slice(String(mount.mountPath).replace(/\/$/, '').length + 1) };
+}
+
+/**
+ * Secrets reach the services as files only: no secret setting is a variable (nor any variable
+ * from a `secretKeyRef`, which `kubectl describe pod` and `/proc/<pid>/environ` would show), and
+ * every `*_FILE` setting, secret or certificate, names a key of a Secret mounted in the container.
+ * `external` gives the keys of Secrets created outside git.
+ */
+export function checkSecretFiles(objects: readonly KubeObject[], external: Readonly<Record<string, readonly string[]>>): string[] {
+  const problems: string[] = [];
+  for (const { workload, container, facts } of serviceContainers(objects)) {
+    const where = `${workload.kind}/${workload.name}`;
+    const env = containerEnvironment(objects, workload.namespace, container);
+    for (const variable of container.env ?? []) {
+      if (variable.valueFrom?.secretKeyRef !== undefined) problems.push(`${where}: ${variable.name} comes from a secretKeyRef; mount the Secret and set ${variable.name}_FILE`);
+    }
+    for (const name of facts.secrets) {
+      if (env[name] !== undefined && env[`${name}_FILE`] === undefined) problems.push(`${where}: ${name} is a variable; give it as a file (${name}_FILE) from a Secret`);
+    }
+    for (const name of [...facts.secrets.map((secret) => `${secret}_FILE`), ...facts.files]) {
+      const path = env[name];
+      if (path === undefined || path === '') continue;
+      const file = mountedFile(workload.pod, container, path);
+      if (file?.volume.secret === undefined) {
+        problems.push(`${where}: ${name} ${path} is not in a Secret mounted in ${container.name}`);
+        continue;
+      }
+      const secretName = file.volume.secret.secretName;
+      const rendered = find(objects, 'Secret', secretName, workload.namespace);
+      const keys = rendered === undefined ? (external[secretName] ?? []) : Object.keys({ ...rendered.data, ...rendered.stringData });
+      if (!keys.includes(file.key)) problems.push(`${where}: ${name} ${path}: Secret ${secretName} has no key ${file.key}`);
+    }
+  }
+  return problems;
+}
+
+/** The text of the script a container runs as `sh <path>`, from the ConfigMap mounted there. */
+function scriptOf(objects: readonly KubeObject[], workload: Workload, container: any): string | undefined {
+  const command: string[] = [...(container.command ?? []), ...(container.args ?? [])];
+  const path = command[0] === 'sh' ? command[1] : undefined;
+  if (path === undefined) return undefined;
+  const file = mountedFile(workload.pod, container, path);
+  if (file?.volume.configMap === undefined) return undefined;
+  return find(objects, 'ConfigMap', file.volume.configMap.name, workload.namespace)?.data?.[file.key];
+}
+
+/**
+ * Every internal hop authenticates: the pet service requires client certificates and the gateway
+ * presents one (their settings, required above); Redis starts with ACL users (an ACL file, and in
+ * a replicated set the replicas' `masterauth`), its Sentinels with a password of their own and
+ * credentials for the data nodes; MongoDB with a keyfile between members, which turns on
+ * authentication.
+ */
+export function checkAuthentication(objects: readonly KubeObject[]): string[] {
+  const problems: string[] = [];
+  for (const workload of workloads(objects)) {
+    for (const container of workload.pod.containers ?? []) {
+      const where = `${workload.kind}/${workload.name} ${container.name}`;
+      const ports: string[] = (container.ports ?? []).map((port: any) => port.name);
+      const script = scriptOf(objects, workload, container) ?? '';
+      const replicated = (workload.pod.containers ?? []).some((other: any) => other.name === 'sentinel');
+      if (workload.name === 'redis' && ports.includes('redis')) {
+        if (!script.includes('--aclfile')) problems.push(`${where}: Redis does not start with an ACL file (no user, no password)`);
+        if (!script.includes('redis-acl.sh')) problems.push(`${where}: Redis's ACL file is not written by redis-acl.sh`);
+        if (replicated && !script.includes('masterauth')) problems.push(`${where}: the replicas do not authenticate to the master (masterauth)`);
+      }
+      if (ports.includes('sentinel')) {
+        if (!script.includes('requirepass')) problems.push(`${where}: the Sentinel requires no password`);
+        if (!script.includes('sentinel auth-pass')) problems.push(`${where}: the Sentinel has no credentials for the data nodes (sentinel auth-pass)`);
+      }
+      if (workload.name === 'mongodb' && ports.includes('mongodb')) {
+        const args: string[] = container.args ?? [];
+        if (!args.some((arg) => arg.startsWith('--keyFile=') || arg === '--auth')) problems.push(`${where}: MongoDB runs without authentication (no --keyFile)`);
+      }
     }
   }
   return problems;

@@ -6,7 +6,8 @@
  * counters there is nothing shared: each gateway's admin port answers for itself instead
  * (`DELETE /admin/bans/<keyId>`, `GET /admin/usage`).
  */
-import { type GatewayConfig, parseConfig } from '../config';
+import { resolveSecretFiles } from '@petstore/runtime';
+import { type GatewayConfig, parseConfig, SECRET_VARIABLES } from '../config';
 import type { ApiKey } from './api-keys';
 import { readUsageReport, type UsageReport } from './key-usage';
 import { keySubject } from '../rate-limit/rate-limit-policy';
@@ -73,7 +74,7 @@ async function readUsage(config: GatewayConfig, keys: readonly ApiKey[]): Promis
 async function main(): Promise<number> {
   let config: GatewayConfig;
   try {
-    config = parseConfig(process.env, '');
+    config = parseConfig(resolveSecretFiles(process.env, SECRET_VARIABLES), '');
   } catch (error) {
     console.error((error as Error).message);
     return 1;

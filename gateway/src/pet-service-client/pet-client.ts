@@ -1,6 +1,8 @@
 import { createPetServiceClient, type PetServiceMethod, type PromisePetServiceClient } from '@petstore/proto';
 import { status as Status } from '@grpc/grpc-js';
+import type { Logger } from 'pino';
 import type { GatewayMetrics } from '../observability/metrics';
+import { certificateConfigError, type PetServiceTls, petServiceTlsOption } from './pet-service-tls';
 
 /** Settings for {@link createPetClient}. */
 export interface PetClientOptions {
@@ -12,6 +14,9 @@ export interface PetClientOptions {
   /** Deadline of every call, retries included. */
   readonly timeoutMs: number;
   readonly metrics?: GatewayMetrics;
+  /** TLS from PEM files, followed as they change (reloads and rejections are logged); unset: plaintext. */
+  readonly tls?: PetServiceTls | undefined;
+  readonly logger?: Logger;
 }
 
 /** The pet service as the gateway uses it: the client every internal caller gets. */
@@ -21,13 +26,20 @@ export type PetClient = PromisePetServiceClient;
  * The gateway's one pet service client: `@petstore/proto`'s {@link createPetServiceClient} with
  * its production defaults (deadline, read retries, round_robin, keepalive), so that an internal
  * service calls the pet service exactly as the gateway does. The gateway adds its metrics.
+ * @throws ConfigError naming the variable of a certificate file that cannot be used.
  */
 export function createPetClient(options: PetClientOptions): PetClient {
-  const { metrics } = options;
-  return createPetServiceClient(options.target, {
-    deadlineMs: options.timeoutMs,
-    ...(metrics === undefined ? {} : { onCallEnd: callMetrics(metrics) }),
-  });
+  const { metrics, tls } = options;
+  try {
+    return createPetServiceClient(options.target, {
+      deadlineMs: options.timeoutMs,
+      ...(metrics === undefined ? {} : { onCallEnd: callMetrics(metrics) }),
+      ...(tls === undefined ? {} : { tls: petServiceTlsOption(tls, options.logger) }),
+    });
+  } catch (error) {
+    // A certificate file that cannot be used is a start-up error naming its variable.
+    throw certificateConfigError(error);
+  }
 }
 
 /** Counts and times each call by method and status; label objects are made once per pair. */

@@ -9,7 +9,8 @@ function quote(error: Error): string {
 }
 
 const REFUSED_CREDENTIALS = /\b(WRONGPASS|NOAUTH)\b/;
-const NO_PERMISSION = /\bNOPERM\b/;
+/** A command the ACL refuses; one a script runs is refused with ERR and this text (Redis 7). */
+const NO_PERMISSION = /\bNOPERM\b|user executing the script can't run this command/;
 const UNKNOWN_COMMAND = /\bunknown command\b/i;
 /** What ioredis's Sentinel connector says of one Sentinel, or of all of them. */
 const FROM_SENTINEL = /^(failed to connect to sentinel|connected to sentinel|All sentinels are unreachable)/;
@@ -99,7 +100,7 @@ export function singleRedisProblem(info: string): string | undefined {
 }
 
 function noPermission(variable: string, reply: string): string {
-  return `${variable}: the user may not run the limiter's commands (${reply}); grant it EVAL, EVALSHA, GET, SET, INCR, INCRBY, PEXPIRE, PTTL, EXPIRE, GETDEL and INFO`;
+  return `${variable}: the user may not run the limiter's commands (${reply}); give it the rules of deploy/base/redis-gateway.acl`;
 }
 
 /** What happens to each reported misconfiguration. */

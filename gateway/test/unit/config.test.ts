@@ -88,8 +88,22 @@ describe('gateway config', () => {
     }
   });
 
-  it('lists every variable it reads', () => {
+  it('calls the pet service in plaintext unless given a CA; a client certificate needs its key and the CA; refuses half a setting, naming it', () => {
+    expect(parseConfig({}, 'k').petServiceTls).to.equal(undefined);
+    expect(parseConfig({ PET_SERVICE_TLS_CA_FILE: '/t/ca.crt' }, 'k').petServiceTls).to.deep.equal({ caFile: '/t/ca.crt', certFile: undefined, keyFile: undefined });
+    expect(parseConfig({ PET_SERVICE_TLS_CA_FILE: '/t/ca.crt', PET_SERVICE_TLS_CERT_FILE: '/t/c.crt', PET_SERVICE_TLS_KEY_FILE: '/t/c.key' }, 'k').petServiceTls).to.deep.equal({
+      caFile: '/t/ca.crt',
+      certFile: '/t/c.crt',
+      keyFile: '/t/c.key',
+    });
+    expect(() => parseConfig({ PET_SERVICE_TLS_CA_FILE: '/t/ca.crt', PET_SERVICE_TLS_CERT_FILE: '/t/c.crt' }, 'k')).to.throw('invalid configuration: PET_SERVICE_TLS_KEY_FILE: required with PET_SERVICE_TLS_CERT_FILE');
+    expect(() => parseConfig({ PET_SERVICE_TLS_KEY_FILE: '/t/c.key' }, 'k')).to.throw('invalid configuration: PET_SERVICE_TLS_CERT_FILE: required with PET_SERVICE_TLS_KEY_FILE');
+    expect(() => parseConfig({ PET_SERVICE_TLS_CERT_FILE: '/t/c.crt', PET_SERVICE_TLS_KEY_FILE: '/t/c.key' }, 'k')).to.throw(/^invalid configuration: PET_SERVICE_TLS_CERT_FILE: applies only with PET_SERVICE_TLS_CA_FILE/);
+  });
+
+  it('lists every variable it reads, the secrets’ _FILE twins included', () => {
     expect(ENVIRONMENT_VARIABLES).to.include.members(['PORT', 'ADMIN_PORT', 'PET_SERVICE_ADDR', 'LOG_LEVEL', 'SHUTDOWN_DELAY_MS', 'NODE_ENV']);
+    expect(ENVIRONMENT_VARIABLES).to.include.members(['REDIS_URL_FILE', 'REDIS_PASSWORD_FILE', 'REDIS_SENTINEL_PASSWORD_FILE', 'ADMIN_TOKEN_FILE', 'PET_SERVICE_TLS_CA_FILE']);
     expect(ENVIRONMENT_VARIABLES).to.not.include('PET_SERVICE_PORT');
   });
 });

@@ -13,6 +13,7 @@ import type { Logger } from 'pino';
 import type { PetServiceMetrics } from '../observability/metrics';
 import { PetServiceError } from '../pets/pet-service-error';
 import { Undecodable } from './undecodable-request';
+import { callerFields, recordCaller } from './caller-certificate';
 
 export interface UnaryCallDependencies {
   readonly logger: Logger;
@@ -72,16 +73,17 @@ export function createUnaryCall({ logger, metrics, forcedShutdown, slowCallMs, c
         metrics.grpcCallSeconds.observe(callLabels, ms / 1000);
         if (span.isRecording()) {
           span.setAttribute(ATTR_RPC_STATUS_CODE, callLabels.code);
+          recordCaller(span, call);
           if (SERVER_ERRORS.has(code)) span.setStatus({ code: SpanStatusCode.ERROR });
           span.end();
         }
         // The line is built only when some level will write it.
         if (code === Status.INTERNAL || code === Status.UNKNOWN) {
-          logger.error({ ...callLine(method, callLabels.code, ms, metadata, span), err: error }, 'grpc call failed');
+          logger.error({ ...callLine(method, callLabels.code, ms, metadata, span), ...callerFields(call), err: error }, 'grpc call failed');
         } else if (code !== Status.OK || ms >= slowCallMs) {
-          logger.info(callLine(method, callLabels.code, ms, metadata, span), 'grpc call');
+          logger.info({ ...callLine(method, callLabels.code, ms, metadata, span), ...callerFields(call) }, 'grpc call');
         } else if (logger.isLevelEnabled('debug')) {
-          logger.debug(callLine(method, callLabels.code, ms, metadata, span), 'grpc call');
+          logger.debug({ ...callLine(method, callLabels.code, ms, metadata, span), ...callerFields(call) }, 'grpc call');
         }
       };
       const request: Req = call.request;

@@ -7,6 +7,8 @@ export interface PetServiceMetrics {
   readonly grpcCallSeconds: Histogram<'method' | 'code'>;
   readonly storeOperations: Counter<'operation' | 'outcome'>;
   readonly storeOperationSeconds: Histogram<'operation' | 'outcome'>;
+  /** TLS handshakes the gRPC listener refused, by reason (grpc/tls-listener.ts). */
+  readonly tlsHandshakeRefusals: Counter<'reason'>;
   /**
    * Reads the reads' and the creates' queues at each scrape from now on (until then the gauges
    * read 0). Operations queue, and the overflow is refused with RESOURCE_EXHAUSTED, long before
@@ -103,6 +105,12 @@ export function createMetrics(sources: MetricSources = {}): PetServiceMetrics {
       help: 'Time of a store operation.',
       labelNames: ['operation', 'outcome'],
       buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    }),
+    tlsHandshakeRefusals: new Counter({
+      name: 'grpc_server_tls_handshake_refusals_total',
+      help: 'TLS handshakes the gRPC port refused, by reason (no_client_certificate, client_certificate_refused, …).',
+      labelNames: ['reason'],
       registers: [registry],
     }),
   };

@@ -23,6 +23,22 @@ const UNAVAILABLE_SERVER_CODES = new Set([91, 189, 11600, 11602, 10107, 13435, 1
 const TIMEOUT_SERVER_CODES = new Set([50, 64, 262]);
 const FERRETDB_TIMEOUT_MESSAGES = ['context deadline exceeded', 'sql: transaction has already been committed or rolled back'];
 
+// Unauthorized, AuthenticationFailed.
+const CREDENTIAL_CODES = new Set([13, 18]);
+
+/**
+ * Whether MongoDB refused the connection's credentials, or an operation for want of them: a
+ * configuration to fix (MONGODB_URI), not an outage to wait out. FerretDB answers a command
+ * without credentials with "requires authentication".
+ */
+export function isCredentialRefusal(error: unknown): boolean {
+  for (let cause: unknown = error; cause instanceof Error; cause = cause.cause) {
+    if (cause instanceof MongoServerError && CREDENTIAL_CODES.has(Number(cause.code))) return true;
+    if (/Authentication failed|requires authentication/.test(cause.message)) return true;
+  }
+  return false;
+}
+
 /** Whether a write failed on a unique index: an id or an idempotency key already in use. */
 export function isDuplicateKey(error: unknown): boolean {
   return error instanceof MongoServerError && error.code === DUPLICATE_KEY;

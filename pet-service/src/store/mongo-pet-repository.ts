@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { status as Status } from '@grpc/grpc-js';
-import { StartupError } from '@petstore/runtime';
+import { ConfigError, StartupError } from '@petstore/runtime';
 import { type Collection, type CommandStartedEvent, MongoClient, MongoError, MongoServerError, ReadPreference, type ReadPreferenceMode } from 'mongodb';
 import { IDEMPOTENCY_WINDOW_MS, type IdempotencyClaim } from '../pets/idempotency';
 import type { NewPetRecord, PetRecord, StoredStatus } from '../pets/pet-record';
@@ -8,7 +8,7 @@ import type { CreateResult, ListQuery, PetRepository } from './pet-repository';
 import { PetServiceError } from '../pets/pet-service-error';
 import { createIdAllocator, type IdAllocator } from './id-blocks';
 import { createMongoIdBlocks, type IdBlockDocument, type LegacyCounterDocument } from './mongo-id-blocks';
-import { isConnectionFailure, isDuplicateKey, isFailover, toStoreError } from './mongo-error-classification';
+import { isConnectionFailure, isCredentialRefusal, isDuplicateKey, isFailover, toStoreError } from './mongo-error-classification';
 
 /** Settings for {@link MongoPetRepository.connect}. */
 export interface MongoSettings {
@@ -173,6 +173,10 @@ export class MongoPetRepository implements PetRepository {
       // The operator reads these, not a client: say where, and why. The driver's error chains the
       // same message thrice, and the log's error serializer would print each, so it is not the cause.
       const hosts = client.options.srvHost ?? client.options.hosts.map((host) => host.toString()).join(',');
+      if (isCredentialRefusal(error)) {
+        // The URI holds the password: only its hosts are named.
+        throw new ConfigError(`MONGODB_URI: MongoDB at ${hosts} refuses the credentials (${(error as Error).message}); put the pet service user's in the URI, with authSource`);
+      }
       const storeError = toStoreError(error);
       if (storeError instanceof PetServiceError || UNREACHABLE_CODES.has(String((error as NodeJS.ErrnoException).code))) {
         const code = storeError instanceof PetServiceError ? storeError.code : Status.UNAVAILABLE;

@@ -107,8 +107,22 @@ describe('pet-service config', () => {
     }
   });
 
-  it('lists every variable it reads', () => {
+  it('serves plaintext unless given a certificate and key; requires client certificates with a CA; refuses half a setting, naming it', () => {
+    expect(parseConfig({}).tls).to.equal(undefined);
+    expect(parseConfig({ GRPC_TLS_CERT_FILE: '/t/tls.crt', GRPC_TLS_KEY_FILE: '/t/tls.key' }).tls).to.deep.equal({
+      certFile: '/t/tls.crt',
+      keyFile: '/t/tls.key',
+      clientCaFile: undefined,
+    });
+    expect(parseConfig({ GRPC_TLS_CERT_FILE: '/t/tls.crt', GRPC_TLS_KEY_FILE: '/t/tls.key', GRPC_TLS_CLIENT_CA_FILE: '/t/ca.crt' }).tls).to.include({ clientCaFile: '/t/ca.crt' });
+    expect(() => parseConfig({ GRPC_TLS_CERT_FILE: '/t/tls.crt' })).to.throw('invalid configuration: GRPC_TLS_KEY_FILE: required with GRPC_TLS_CERT_FILE');
+    expect(() => parseConfig({ GRPC_TLS_KEY_FILE: '/t/tls.key' })).to.throw('invalid configuration: GRPC_TLS_CERT_FILE: required with GRPC_TLS_KEY_FILE');
+    expect(() => parseConfig({ GRPC_TLS_CLIENT_CA_FILE: '/t/ca.crt' })).to.throw(/^invalid configuration: GRPC_TLS_CLIENT_CA_FILE: applies only with GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE/);
+  });
+
+  it('lists every variable it reads, the secrets’ _FILE twins included', () => {
     expect(ENVIRONMENT_VARIABLES).to.include.members(['PET_SERVICE_PORT', 'MONGODB_URI', 'PAGE_TOKEN_SECRET', 'LOG_LEVEL', 'SHUTDOWN_DELAY_MS', 'NODE_ENV']);
+    expect(ENVIRONMENT_VARIABLES).to.include.members(['MONGODB_URI_FILE', 'PAGE_TOKEN_SECRET_FILE', 'GRPC_TLS_CERT_FILE', 'GRPC_TLS_KEY_FILE', 'GRPC_TLS_CLIENT_CA_FILE']);
     expect(ENVIRONMENT_VARIABLES).to.not.include('PORT');
   });
 });

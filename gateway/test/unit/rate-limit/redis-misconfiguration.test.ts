@@ -27,6 +27,9 @@ describe('misconfiguration: errors of Redis that waiting will not fix', () => {
     expect(problem('WRONGPASS invalid username-password pair or user is disabled.', STANDALONE)).to.match(/^REDIS_URL: Redis refuses its credentials/);
     expect(problem('NOAUTH Authentication required.', STANDALONE)).to.match(/^REDIS_URL: Redis refuses its credentials/);
     expect(problem("NOPERM User gateway has no permissions to run the 'evalsha' command", STANDALONE)).to.match(/^REDIS_URL: the user may not run/);
+    expect(problem("ERR The user executing the script can't run this command or subcommand script: b5c7…, on @user_script:3.", STANDALONE)).to.match(
+      /^REDIS_URL: the user may not run the limiter's commands \(ERR The user executing the script .*\); give it the rules of deploy\/base\/redis-gateway\.acl$/,
+    );
   });
 
   it('on REDIS_CLUSTER_NODES: a node that is no cluster node, a Sentinel port, refused credentials', () => {

@@ -9,7 +9,7 @@ import {
   type TopologyDescription,
 } from 'mongodb';
 import { PetServiceError } from '../../../src/pets/pet-service-error';
-import { isConnectionFailure, isFailover, toStoreError } from '../../../src/store/mongo-error-classification';
+import { isConnectionFailure, isCredentialRefusal, isFailover, toStoreError } from '../../../src/store/mongo-error-classification';
 
 const codeOf = (error: unknown): string => (error instanceof PetServiceError ? Status[error.code]! : 'not translated');
 
@@ -69,5 +69,17 @@ describe('mongo error classification', () => {
       new PetServiceError(Status.ALREADY_EXISTS, 'idempotency key reused'),
     ];
     for (const error of others) expect(isFailover(error), error.message).to.equal(false);
+  });
+
+  it('tells refused credentials (MongoDB’s codes 13 and 18, FerretDB’s wording, or either as a cause) from an outage', () => {
+    const refusals = [
+      new MongoServerError({ code: 18, errmsg: 'Authentication failed.' }),
+      new MongoServerError({ code: 13, errmsg: 'command find requires authentication' }),
+      new Error('wrapped', { cause: new MongoServerError({ code: 18, errmsg: 'Authentication failed.' }) }),
+      new Error('Command insert requires authentication'),
+    ];
+    for (const error of refusals) expect(isCredentialRefusal(error), error.message).to.equal(true);
+    const others = [new MongoNetworkError('connect ECONNREFUSED 127.0.0.1:27017'), new MongoServerError({ code: 11000, errmsg: 'E11000 duplicate key' })];
+    for (const error of others) expect(isCredentialRefusal(error), error.message).to.equal(false);
   });
 });
