@@ -85,7 +85,7 @@ describe('startup with bad configuration: one line naming the setting, exit 1', 
       expect(result.status, result.stderr).to.equal(1);
       const lines = result.stderr.trim().split('\n');
       expect(lines, result.stderr).to.have.length(1);
-      expect(lines[0]).to.match(new RegExp(`^MONGODB_URI: MongoDB at ${uri.host} refuses the pet service: \\S`));
+      expect(lines[0]).to.match(new RegExp(`^invalid configuration: MONGODB_URI: MongoDB at ${uri.host} refuses the credentials \\(\\S`));
       expect(lines[0]).to.not.include('hunter2');
       expectJsonLines(result.stdout);
     } finally {

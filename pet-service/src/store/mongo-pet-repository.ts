@@ -175,7 +175,7 @@ export class MongoPetRepository implements PetRepository {
       const hosts = client.options.srvHost ?? client.options.hosts.map((host) => host.toString()).join(',');
       if (isCredentialRefusal(error)) {
         // The URI holds the password: only its hosts are named.
-        throw new ConfigError(`MONGODB_URI: MongoDB at ${hosts} refuses the credentials (${(error as Error).message}); put the pet service user's in the URI, with authSource`);
+        throw new ConfigError(`MONGODB_URI: MongoDB at ${hosts} refuses the credentials (${oneLine((error as Error).message)}); put the pet service user's in the URI, with authSource`);
       }
       const storeError = toStoreError(error);
       if (storeError instanceof PetServiceError || UNREACHABLE_CODES.has(String((error as NodeJS.ErrnoException).code))) {
@@ -183,7 +183,7 @@ export class MongoPetRepository implements PetRepository {
         throw new PetServiceError(code, `pet store unavailable: MongoDB at ${hosts}: ${(error as Error).message}`);
       }
       if (error instanceof MongoError) {
-        throw new StartupError(`MONGODB_URI: MongoDB at ${hosts} refuses the pet service: ${error.message.replace(/\s+/g, ' ').trim()}`);
+        throw new StartupError(`MONGODB_URI: MongoDB at ${hosts} refuses the pet service: ${oneLine(error.message)}`);
       }
       throw error;
     }
@@ -425,4 +425,9 @@ function sameRecord(found: PetDocument | null, sent: PetDocument): boolean {
     found.status === sent.status &&
     found.idempotencyKey === sent.idempotencyKey
   );
+}
+
+/** A driver's message on one line: a start-up error is one line naming the variable. */
+function oneLine(message: string): string {
+  return message.replace(/\s+/g, ' ').trim();
 }
