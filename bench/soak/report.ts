@@ -87,7 +87,7 @@ export function summarize(result: SoakResult): boolean {
   return verdicts.every(([, held]) => held);
 }
 
-/** Mean RSS of each process in each quarter of the run; the never-restarted ones may not grow past the limit. */
+/** Mean RSS of each process in each quarter of the run; our services never restarted may not grow past the limit. */
 function rssReport(result: SoakResult): Array<[string, boolean]> {
   const quarterMs = (result.seconds * 1000) / 4;
   console.log('\nRSS, mean MB by quarter of the run:');
@@ -99,8 +99,9 @@ function rssReport(result: SoakResult): Array<[string, boolean]> {
     });
     const text = quarters.map((mb) => (mb === undefined ? '   -  ' : mb.toFixed(1).padStart(6))).join(' ');
     const growth = quarters[3] !== undefined && quarters[1] !== undefined ? quarters[3] / quarters[1] : undefined;
-    console.log(`  ${process.name.padEnd(20)} ${text}${process.restarted ? '  (restarted during the run)' : `  last/second ${growth?.toFixed(3) ?? '-'}`}`);
-    if (!process.restarted) {
+    const note = process.restarted ? '  (restarted during the run)' : `  last/second ${growth?.toFixed(3) ?? '-'}${process.kind === 'store' ? ' (a store: grows with its data)' : ''}`;
+    console.log(`  ${process.name.padEnd(20)} ${text}${note}`);
+    if (!process.restarted && process.kind === 'service') {
       verdicts.push([`${process.name}: RSS grew at most ${Math.round((result.rssGrowthLimit - 1) * 100)}% from the second quarter to the last`, growth !== undefined && growth <= result.rssGrowthLimit]);
     }
   }

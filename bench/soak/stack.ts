@@ -51,6 +51,11 @@ export interface RedisFault {
 /** A process of the stack, for the RSS samples. */
 export interface Monitored {
   readonly name: string;
+  /**
+   * `service`: ours, whose RSS the soak holds flat; `store`: FerretDB or Redis, whose memory grows
+   * with the data the run writes (a database's cache), so it is reported, not judged.
+   */
+  readonly kind: 'service' | 'store';
   /** Its current process id; undefined while it is down. */
   pid(): number | undefined;
   /** Whether it was restarted during the run (its figures then span two processes). */
@@ -159,9 +164,9 @@ export async function startSoakStack(topology: Topology, keys: readonly SoakKey[
     await Promise.all([0, 1].map((index) => endpoints.becameReady(index, 30_000)));
 
     const monitored: Monitored[] = [
-      ...[0, 1].map((index) => ({ name: `gateway-${index}`, pid: () => gateways[index]!.child.pid, restarted: false })),
-      ...[0, 1].map((index) => ({ name: `pet-service-${index}`, pid: () => pets[index]!.child.pid, restarted: false })),
-      { name: 'ferretdb', pid: () => mongo.pid, restarted: false },
+      ...[0, 1].map((index) => ({ name: `gateway-${index}`, kind: 'service' as const, pid: () => gateways[index]!.child.pid, restarted: false })),
+      ...[0, 1].map((index) => ({ name: `pet-service-${index}`, kind: 'service' as const, pid: () => pets[index]!.child.pid, restarted: false })),
+      { name: 'ferretdb', kind: 'store', pid: () => mongo.pid, restarted: false },
       ...redis.monitored,
     ];
     const markRestarted = (name: string): void => {
@@ -294,5 +299,5 @@ async function startRedis(topology: Topology): Promise<StartedRedis> {
 }
 
 function redisProcess(name: string, server: RedisServer): Monitored {
-  return { name, pid: () => server.pid, restarted: false };
+  return { name, kind: 'store', pid: () => server.pid, restarted: false };
 }

@@ -34,8 +34,8 @@ export interface ConcurrencyLimiter {
   /**
    * Runs `operation` when its turn comes. Fails with RESOURCE_EXHAUSTED at once when the queue is
    * full, and when waiting for the turn would leave the operation less than `operationTimeMs`
-   * before its caller's deadline: already, or by twice the wait the queue ahead of it can be
-   * expected to take (the operations' recent average time). An operation whose caller cancels while it
+   * before its caller's deadline: already, or by {@link WAIT_MARGIN} times the wait the queue
+   * ahead of it can be expected to take (the operations' recent average time). An operation whose caller cancels while it
    * waits leaves the queue (CANCELLED) and never runs.
    */
   run<T>(operation: () => Promise<T>, caller?: LimitedCaller): Promise<T>;
