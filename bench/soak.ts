@@ -15,7 +15,7 @@
 import { readFileSync } from 'node:fs';
 import { secretOf, type SoakKey, type SoakStack, startSoakStack, type Topology } from './soak/stack';
 import { type CreatedPet, samePet, SoakTraffic } from './soak/traffic';
-import { summarize } from './soak/report';
+import { type FaultEvent, type RssSample, summarize } from './soak/report';
 
 const TOPOLOGIES: readonly Topology[] = ['standalone', 'cluster', 'sentinel'];
 const LOAD_KEYS = ['soak-load-0', 'soak-load-1', 'soak-load-2'];
@@ -47,20 +47,6 @@ const baseKeys: SoakKey[] = [
   { id: VERIFY_KEY, plan: 'enterprise', limits: { perMinute: 1_000_000, perDay: 1_000_000_000 } },
   { id: HAMMER_KEY, plan: 'free' },
 ];
-
-/** A fault and when it happened, ms since the traffic began. */
-export interface FaultEvent {
-  readonly at: number;
-  what: string;
-  /** When it was over (the process back, the Redis serving), if it had an end. */
-  end?: number;
-}
-
-export interface RssSample {
-  readonly name: string;
-  readonly at: number;
-  readonly kb: number;
-}
 
 function rssKb(pid: number | undefined): number | undefined {
   if (pid === undefined) return undefined;

@@ -1,7 +1,20 @@
 /** The soak's printed report, and its verdict. */
-import type { FaultEvent, RssSample } from '../soak';
 import type { Monitored, Topology } from './stack';
 import type { Sample, SoakTraffic } from './traffic';
+
+/** A fault and when it happened, ms since the traffic began. */
+export interface FaultEvent {
+  readonly at: number;
+  what: string;
+  /** When it was over (the process back, the Redis serving), if it had an end. */
+  end?: number;
+}
+
+export interface RssSample {
+  readonly name: string;
+  readonly at: number;
+  readonly kb: number;
+}
 
 export interface SoakResult {
   readonly seconds: number;
