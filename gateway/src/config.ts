@@ -11,7 +11,6 @@ import {
   withFileVariants,
 } from '@petstore/runtime';
 import { bool, cleanEnv, EnvError, makeValidator, num, str } from 'envalid';
-import { PET_SERVICE_TLS_ENV, type PetServiceTls, petServiceTls } from './pet-service-client/pet-service-tls';
 
 /** Express's `trust proxy` setting: whether, or from which hops, X-Forwarded-For is believed. */
 export type TrustProxy = boolean | number | readonly string[];
@@ -250,6 +249,35 @@ function isHostAndPort(authority: string): boolean {
 
 function isPort(port: string | undefined): boolean {
   return port === undefined || (/^[0-9]{1,5}$/.test(port) && Number(port) >= 1 && Number(port) <= 65535);
+}
+
+/** TLS to the pet service, as the configuration gives it. */
+export interface PetServiceTls {
+  /** The CA the pet service's certificate must chain to. */
+  readonly caFile: string;
+  /** The gateway's client certificate and key, which a pet service requiring them checks. */
+  readonly certFile: string | undefined;
+  readonly keyFile: string | undefined;
+}
+
+/** The variables of {@link PetServiceTls}, for the gateway's envalid spec. */
+const PET_SERVICE_TLS_ENV = {
+  PET_SERVICE_TLS_CA_FILE: str({ default: '', desc: "PEM CA bundle the pet service's certificate is checked against; set, calls use TLS; empty: plaintext" }),
+  PET_SERVICE_TLS_CERT_FILE: str({ default: '', desc: 'PEM client certificate (chain) the gateway presents to the pet service (mutual TLS)' }),
+  PET_SERVICE_TLS_KEY_FILE: str({ default: '', desc: 'PEM private key of PET_SERVICE_TLS_CERT_FILE' }),
+};
+
+/** The TLS settings, or undefined for plaintext. @throws ConfigError naming the variable */
+function petServiceTls(parsed: { PET_SERVICE_TLS_CA_FILE: string; PET_SERVICE_TLS_CERT_FILE: string; PET_SERVICE_TLS_KEY_FILE: string }): PetServiceTls | undefined {
+  const { PET_SERVICE_TLS_CA_FILE: caFile, PET_SERVICE_TLS_CERT_FILE: certFile, PET_SERVICE_TLS_KEY_FILE: keyFile } = parsed;
+  if ((certFile === '') !== (keyFile === '')) {
+    throw new ConfigError(certFile === '' ? 'PET_SERVICE_TLS_CERT_FILE: required with PET_SERVICE_TLS_KEY_FILE' : 'PET_SERVICE_TLS_KEY_FILE: required with PET_SERVICE_TLS_CERT_FILE');
+  }
+  if (caFile === '') {
+    if (certFile !== '') throw new ConfigError("PET_SERVICE_TLS_CERT_FILE: applies only with PET_SERVICE_TLS_CA_FILE (the CA the pet service's certificate is checked against)");
+    return undefined;
+  }
+  return Object.freeze({ caFile, certFile: certFile === '' ? undefined : certFile, keyFile: keyFile === '' ? undefined : keyFile });
 }
 
 /** The variables the gateway reads, as envalid validators. */

@@ -1,5 +1,4 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { ReadinessCheck } from '../pet-service-client/readiness';
 import { keySubject } from '../rate-limit/rate-limit-policy';
 import type { RateLimitOutcome, RateLimiter } from '../rate-limit/rate-limiter';
 
@@ -37,7 +36,7 @@ export interface GatewayMetrics {
    */
   readonly petServiceServing: Gauge;
   /** Names the check {@link GatewayMetrics.petServiceServing} makes at each scrape; it reads 0 until called. */
-  checkPetServiceWith(check: ReadinessCheck): void;
+  checkPetServiceWith(check: () => Promise<void>): void;
   /** Key ids in the active keys file, expired and revoked ones included. */
   readonly apiKeysLoaded: Gauge;
   /** Reloads of the keys file, by outcome: a rejected file leaves the last good keys in force. */
@@ -55,7 +54,7 @@ export function createMetrics(): GatewayMetrics {
   const registers = [registry];
   let addressBuckets = (): number => 0;
   let fallbackReplicas = (): number => 1;
-  let petServiceCheck: ReadinessCheck = () => Promise.reject(new Error('no pet service check yet'));
+  let petServiceCheck: () => Promise<void> = () => Promise.reject(new Error('no pet service check yet'));
   return {
     registry,
     httpRequests: new Counter({

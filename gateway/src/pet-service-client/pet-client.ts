@@ -2,7 +2,8 @@ import { createPetServiceClient, type PetServiceMethod, type PromisePetServiceCl
 import { status as Status } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { GatewayMetrics } from '../observability/metrics';
-import { certificateConfigError, type PetServiceTls, petServiceTlsOption } from './pet-service-tls';
+import type { PetServiceTls } from '../config';
+import { certificateConfigError, petServiceTlsOption } from './pet-service-tls';
 
 /** Settings for {@link createPetClient}. */
 export interface PetClientOptions {
