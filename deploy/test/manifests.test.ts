@@ -26,7 +26,10 @@ const overlays = ['staging', 'production'] as const;
 type Overlay = (typeof overlays)[number];
 
 /** Secrets each overlay expects to exist without rendering them (docs/deploy.md). */
-const CREATED_OUTSIDE_GIT: Record<Overlay, readonly string[]> = { staging: [], production: ['pet-service-page-token'] };
+const CREATED_OUTSIDE_GIT: Record<Overlay, readonly string[]> = {
+  staging: ['gateway-api-keys'],
+  production: ['gateway-api-keys', 'pet-service-page-token'],
+};
 
 /** The heap flags each service's image runs with, from its Dockerfile. */
 const HEAP = Object.fromEntries(
@@ -114,15 +117,17 @@ describe('deploy/ manifests', function () {
         const probe = pod(overlay, 'mongodb').containers[0].readinessProbe;
         expect(probe.tcpSocket, overlay).to.equal(undefined);
         expect(probe.exec.command.join(' '), overlay).to.match(/db\.hello\(\).*isWritablePrimary \|\| hello\.secondary/);
+        // What the deploy steps wait for before rs.initiate, which readiness needs (docs/deploy.md).
+        expect(pod(overlay, 'mongodb').containers[0].startupProbe.tcpSocket, overlay).to.deep.equal({ port: 'mongodb' });
       }
     });
 
-    it('spreads replicas over zones, the MongoDB members strictly', () => {
+    it('spreads replicas over zones where the nodes have zones, and schedules where they have none', () => {
       for (const name of ['gateway', 'pet-service', 'mongodb']) {
         const zones = (pod('production', name).topologySpreadConstraints ?? []).filter((c: any) => c.topologyKey === 'topology.kubernetes.io/zone');
         expect(zones, name).to.have.length(1);
         expect(zones[0].labelSelector.matchLabels['app.kubernetes.io/name'], name).to.equal(name);
-        expect(zones[0].whenUnsatisfiable, name).to.equal(name === 'mongodb' ? 'DoNotSchedule' : 'ScheduleAnyway');
+        expect(zones[0].whenUnsatisfiable, name).to.equal('ScheduleAnyway');
         expect(pod('staging', name).topologySpreadConstraints, name).to.equal(undefined);
       }
     });
