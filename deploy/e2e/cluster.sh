@@ -219,6 +219,16 @@ up() {
   iptables-save | grep -oE '^:(KUBE|CNI)-[^ ]+' | sort -u >"$RUN/chains-before" || true
   ipset list -n 2>/dev/null | sort >"$RUN/ipsets-before" || true
   ls /run/netns 2>/dev/null | sort >"$RUN/netns-before" || true
+  # The pods' network namespaces are mounted under /run/netns. Made a shared mount point of its own
+  # first, as iproute2 and podman make it: if another tool did so later, while pods run, the
+  # namespaces mounted before would be hidden under its mount and could never be removed.
+  mkdir -p /run/netns
+  if mountpoint -q /run/netns; then
+    touch "$RUN/netns-was-mounted"
+  else
+    mount --bind /run/netns /run/netns
+  fi
+  mount --make-shared /run/netns
   ls /tmp/hostpath_pv 2>/dev/null | sort >"$RUN/hostpath-before" || true
   echo "$bin" >"$RUN/bin"
 
@@ -241,6 +251,7 @@ up() {
     --service-cluster-ip-range "$SERVICE_CIDR" --authorization-mode RBAC \
     --client-ca-file "$pki/ca.crt" --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
     --kubelet-client-certificate "$pki/admin.crt" --kubelet-client-key "$pki/admin.key" \
+    --kubelet-preferred-address-types InternalIP \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key"
   wait_until 90 "the API server" "$bin/kubectl" get --raw /readyz
@@ -309,6 +320,9 @@ stop_pid() { # NAME SIGNAL-WAIT-SECONDS
 
 down() {
   [[ -e "$RUN/started" ]] || { log "nothing to tear down"; return 0; }
+  local round
+  # Every step is tried, whatever the ones before it did.
+  set +e +o pipefail
   local bin kubectl
   bin="$(cat "$RUN/bin")"
   kubectl="$bin/kubectl"
@@ -348,14 +362,24 @@ down() {
   for set in $(ipset list -n 2>/dev/null | sort | comm -13 "$RUN/ipsets-before" -); do ipset destroy "$set" 2>/dev/null || true; done
   local ns
   for ns in $(ls /run/netns 2>/dev/null | grep '^cni-' | sort | comm -13 "$RUN/netns-before" -); do
-    umount "/run/netns/$ns" 2>/dev/null || true
+    while mountpoint -q "/run/netns/$ns" && umount "/run/netns/$ns" 2>/dev/null; do :; done
     rm -f "/run/netns/$ns"
   done
   local dir
   for dir in $(ls /tmp/hostpath_pv 2>/dev/null | sort | comm -13 "$RUN/hostpath-before" -); do rm -rf "/tmp/hostpath_pv/$dir"; done
   rmdir /tmp/hostpath_pv 2>/dev/null || true
-  # Mounts under the cluster's own directories, deepest first.
-  findmnt -rn -o TARGET | grep -E "^($STATE|$RUN)/" | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  # containerd makes /run/netns a mount point for the pods' namespaces.
+  if [[ ! -e "$RUN/netns-was-mounted" ]]; then
+    for round in 1 2 3; do mountpoint -q /run/netns && umount /run/netns 2>/dev/null; done
+  fi
+  # Mounts under the cluster's own directories (the kubelet bind-mounts its root on itself), deepest
+  # first, until none is left.
+  for round in 1 2 3 4 5; do
+    local mounts
+    mounts="$(findmnt -rn -o TARGET | grep -E "^($STATE|$RUN)(/|$)" | sort -r)"
+    [[ -n "$mounts" ]] || break
+    while read -r m; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null; done <<<"$mounts"
+  done
   # The kubelet's cgroups (empty now that every container is gone), deepest first.
   find /sys/fs/cgroup/*/kubepods* -depth -type d 2>/dev/null | while read -r d; do rmdir "$d" 2>/dev/null || true; done
   local line

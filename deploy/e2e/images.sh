@@ -9,7 +9,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-images_dir="${PETSTORE_IMAGES_DIR:-$root/deploy/images}"
+images_dir="$root/deploy/images"
 tag="${E2E_IMAGE_TAG:-e2e}"
 FERRETDB_BIN="${FERRETDB_BIN:-/usr/local/bin/ferretdb}"
 REDIS_IMAGE=docker.io/library/redis:7.4.5-bookworm
@@ -37,7 +37,7 @@ build_stand_in() {
 
 start=$SECONDS
 # Also builds localhost/petstore/debian:bookworm-minbase, the stand-ins' base.
-E2E_IMAGE_TAG="$tag" bash "$images_dir/build.sh" "$tag" >&2
+PETSTORE_IMAGE_TAG="$tag" bash "$images_dir/build.sh" >&2
 [[ -x "$FERRETDB_BIN" ]] || bash "$root/.ci/install-ferretdb.sh" >&2
 build_stand_in "$REDIS_IMAGE" redis.Containerfile "$here/stand-ins/redis-server.sh" "$here/stand-ins/redis-entrypoint.sh"
 build_stand_in "$FERRETDB_IMAGE" ferretdb.Containerfile "$FERRETDB_BIN"

@@ -2,8 +2,26 @@
 # This pod's Redis: a replica of the master the Sentinels name; when no Sentinel answers (the set's
 # first start), pod 0 is the master and the others replicate it. Announced by its stable name, so
 # the Sentinels hand that name, not a pod IP that changes on restart, to the gateways.
+#
+# A master that restarts comes back empty (nothing is persisted). If it came back as the master
+# (the Sentinels still name it while it is down for less than DOWN_AFTER_MS), the replicas would
+# copy its empty data set and every key's minute and day would start over. So when the Sentinels
+# name this very pod, they are asked to promote a replica, which still holds the counters, and
+# this pod replicates it; only if none can be promoted within 20 s (the whole set restarted) does
+# it start as the master.
 set -eu
 . /scripts/find-master.sh
+if [ "$MASTER" = "$SELF" ] && [ "$FROM_SENTINEL" = yes ]; then
+  for member in 0 1 2; do
+    timeout 3 redis-cli -h "redis-${member}.redis.${NAMESPACE}.svc.cluster.local" -p 26379 \
+      SENTINEL failover "$MASTER_NAME" >/dev/null 2>&1 && break
+  done
+  deadline=$(($(date +%s) + 20))
+  while [ "$MASTER" = "$SELF" ] && [ "$(date +%s)" -lt "$deadline" ]; do
+    sleep 1
+    . /scripts/find-master.sh
+  done
+fi
 set -- --protected-mode no --save "" --appendonly no --maxmemory 96mb --maxmemory-policy volatile-ttl \
   --replica-announce-ip "$SELF"
 if [ "$MASTER" != "$SELF" ]; then
