@@ -255,11 +255,12 @@ describe('deploy/ manifests', function () {
       fails('no Service exposes an admin port', (o) => named(o, 'Service', 'gateway').spec.ports.push({ name: 'metrics', port: 9090, targetPort: 'admin' }), /Service\/gateway: exposes gateway's admin port 9090/);
     });
 
-    it('shutdown: a grace period too short, no drain pause; a preStop sleep counts', () => {
+    it('shutdown: a grace period too short, no drain pause, a pet service gone before gateways can resolve; a preStop sleep counts', () => {
       const check = 'grace period > SHUTDOWN_DELAY_MS + preStop + SHUTDOWN_TIMEOUT_MS, with a drain pause';
       fails(check, (o) => (named(o, 'Deployment', 'gateway').spec.template.spec.terminationGracePeriodSeconds = 15), /terminationGracePeriodSeconds 15 s does not exceed .* = 15000 ms/);
       fails(check, (o) => (settings(o, 'pet-service-settings').data.SHUTDOWN_TIMEOUT_MS = '30000'), /Deployment\/pet-service: terminationGracePeriodSeconds 30 s/);
       fails(check, (o) => (settings(o, 'gateway-settings').data.SHUTDOWN_DELAY_MS = '0'), /Deployment\/gateway: drain pause 0 ms/);
+      fails(check, (o) => (settings(o, 'pet-service-settings').data.SHUTDOWN_DELAY_MS = '5000'), /Deployment\/pet-service: drain pause 5000 ms is under the gateways' resolution interval plus the DNS TTL, 15000 ms/);
       fails(check, (o) => (container(o, 'gateway').lifecycle = { preStop: { sleep: { seconds: 20 } } }), /= 35000 ms/);
       const objects = copy();
       settings(objects, 'gateway-settings').data.SHUTDOWN_DELAY_MS = '0';
