@@ -80,6 +80,12 @@ async function deployOne(name: OverlayName, keysFile: string): Promise<Deployed>
   const applying = forNamespace(shBlockAfter('deploy.md', '## Applying'), namespace).replaceAll('deploy/overlays/staging', path);
   const ran = await bash(NO_MONGOSH_SHIM + applying);
   const stepsSeconds = (performance.now() - started) / 1000;
+  // The autoscalers raise each Deployment to their minimum after the steps: wait for those pods too.
+  const autoscalers = await kubectlJson(['-n', namespace, 'get', 'hpa']);
+  for (const hpa of autoscalers.items) {
+    const target = `deployment/${hpa.spec.scaleTargetRef.name}`;
+    await kubectl(['-n', namespace, 'wait', `--for=jsonpath={.status.readyReplicas}=${hpa.spec.minReplicas}`, target, '--timeout=300s']);
+  }
   await kubectl(['-n', namespace, 'wait', '--for=condition=Ready', 'pod', '--all', '--timeout=300s']);
   const readySeconds = (performance.now() - started) / 1000;
   figure(`${name}: the documented steps ("Applying") took`, `${stepsSeconds.toFixed(1)} s`);
