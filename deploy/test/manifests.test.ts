@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { entrypoint, heapFlags, parseDockerfile } from './support/dockerfile';
 import { type KubeObject, kubectlOrSkip, render } from './support/kubectl';
-import { CREATED_OUTSIDE_GIT } from './support/external-secrets';
+import { CREATED_OUTSIDE_GIT, KEYS_SECRET } from './support/external-secrets';
 import { validateObject } from './support/kubernetes-schema';
 import {
   checkAddresses,
@@ -43,8 +43,8 @@ const checks: Record<string, (objects: KubeObject[], overlay: Overlay) => string
   'selectors match pod labels': (objects) => checkSelectors(objects),
   'target, probe and policy ports exist on the containers, which listen on them': (objects) => checkPorts(objects),
   'every variable set is read by the code; every one without a safe default is set': (objects) => checkEnvironment(objects),
-  'ConfigMap, Secret and ServiceAccount references resolve': (objects, overlay) => checkReferences(objects, Object.keys(CREATED_OUTSIDE_GIT[overlay])),
-  'secrets reach the services as files from mounted Secrets, never as variables': (objects, overlay) => checkSecretFiles(objects, CREATED_OUTSIDE_GIT[overlay]),
+  'ConfigMap, Secret and ServiceAccount references resolve': (objects, overlay) => checkReferences(objects, Object.keys({ ...CREATED_OUTSIDE_GIT[overlay], ...KEYS_SECRET })),
+  'secrets reach the services as files from mounted Secrets, never as variables': (objects, overlay) => checkSecretFiles(objects, { ...CREATED_OUTSIDE_GIT[overlay], ...KEYS_SECRET }),
   'every internal hop authenticates: mutual TLS, Redis ACL users and Sentinel passwords, MongoDB keyfile': (objects) => checkAuthentication(objects),
   'NetworkPolicies admit exactly the intended clients': (objects) => checkNetworkPolicies(objects),
   'no Service exposes an admin port': (objects) => checkAdminPortsHidden(objects),
@@ -117,15 +117,17 @@ describe('deploy/ manifests', function () {
         const probe = pod(overlay, 'mongodb').containers[0].readinessProbe;
         expect(probe.tcpSocket, overlay).to.equal(undefined);
         expect(probe.exec.command.join(' '), overlay).to.match(/db\.hello\(\).*isWritablePrimary \|\| hello\.secondary/);
+        // What the deploy steps wait for before rs.initiate, which readiness needs (docs/deploy.md).
+        expect(pod(overlay, 'mongodb').containers[0].startupProbe.tcpSocket, overlay).to.deep.equal({ port: 'mongodb' });
       }
     });
 
-    it('spreads replicas over zones, the MongoDB members strictly', () => {
+    it('spreads replicas over zones where the nodes have zones, and schedules where they have none', () => {
       for (const name of ['gateway', 'pet-service', 'mongodb']) {
         const zones = (pod('production', name).topologySpreadConstraints ?? []).filter((c: any) => c.topologyKey === 'topology.kubernetes.io/zone');
         expect(zones, name).to.have.length(1);
         expect(zones[0].labelSelector.matchLabels['app.kubernetes.io/name'], name).to.equal(name);
-        expect(zones[0].whenUnsatisfiable, name).to.equal(name === 'mongodb' ? 'DoNotSchedule' : 'ScheduleAnyway');
+        expect(zones[0].whenUnsatisfiable, name).to.equal('ScheduleAnyway');
         expect(pod('staging', name).topologySpreadConstraints, name).to.equal(undefined);
       }
     });
@@ -292,11 +294,12 @@ describe('deploy/ manifests', function () {
       fails('no Service exposes an admin port', (o) => named(o, 'Service', 'gateway').spec.ports.push({ name: 'metrics', port: 9090, targetPort: 'admin' }), /Service\/gateway: exposes gateway's admin port 9090/);
     });
 
-    it('shutdown: a grace period too short, no drain pause; a preStop sleep counts', () => {
+    it('shutdown: a grace period too short, no drain pause, a pet service gone before gateways can resolve; a preStop sleep counts', () => {
       const check = 'grace period > SHUTDOWN_DELAY_MS + preStop + SHUTDOWN_TIMEOUT_MS, with a drain pause';
       fails(check, (o) => (named(o, 'Deployment', 'gateway').spec.template.spec.terminationGracePeriodSeconds = 15), /terminationGracePeriodSeconds 15 s does not exceed .* = 15000 ms/);
       fails(check, (o) => (settings(o, 'pet-service-settings').data.SHUTDOWN_TIMEOUT_MS = '30000'), /Deployment\/pet-service: terminationGracePeriodSeconds 30 s/);
       fails(check, (o) => (settings(o, 'gateway-settings').data.SHUTDOWN_DELAY_MS = '0'), /Deployment\/gateway: drain pause 0 ms/);
+      fails(check, (o) => (settings(o, 'pet-service-settings').data.SHUTDOWN_DELAY_MS = '5000'), /Deployment\/pet-service: drain pause 5000 ms is under the gateways' resolution interval plus the DNS TTL, 15000 ms/);
       fails(check, (o) => (container(o, 'gateway').lifecycle = { preStop: { sleep: { seconds: 20 } } }), /= 35000 ms/);
       const objects = copy();
       settings(objects, 'gateway-settings').data.SHUTDOWN_DELAY_MS = '0';

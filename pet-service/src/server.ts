@@ -89,6 +89,9 @@ export interface RunningServer {
   shutdown(): Promise<{ readonly forced: boolean }>;
 }
 
+/** How long calls on a connection asked to go away (its maximum age, a drain) get to finish. */
+const CONNECTION_GRACE_MS = 30_000;
+
 /** Health reports the whole server ('') and the pet service by name. */
 const HEALTH_SERVICES = ['', PET_SERVICE_NAME];
 
@@ -112,7 +115,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
   const server = new Server({
     'grpc.max_connection_age_ms': options.maxConnectionAgeMs ?? DEFAULT_MAX_CONNECTION_AGE_MS,
     // Calls in flight at that age get this long to finish; the gateway's deadline is 2 s.
-    'grpc.max_connection_age_grace_ms': 30_000,
+    'grpc.max_connection_age_grace_ms': CONNECTION_GRACE_MS,
   });
   server.addService(
     servedPetServiceDefinition(),
@@ -163,6 +166,12 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
   const drain = (): void => {
     storeHealth.stop();
     health.setStatus('', 'NOT_SERVING');
+    // Every client connection is asked to go away (GOAWAY: its calls finish) while the listener
+    // still accepts. Clients reconnect, here if they know no other replica, and resolve the name
+    // again as soon as their resolution interval allows, so they find this replica's successors
+    // while it still serves, not only once it stops listening, when a client that knew no other
+    // would fail its calls until it had resolved and connected.
+    server.drain(`${options.host}:${port}`, CONNECTION_GRACE_MS);
   };
   return {
     port,

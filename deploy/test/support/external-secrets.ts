@@ -21,3 +21,10 @@ export const CREATED_OUTSIDE_GIT: Record<'staging' | 'production', Readonly<Reco
     'pet-service-page-token': ['PAGE_TOKEN_SECRET'],
   },
 };
+
+/**
+ * The keys Secret, which both overlays mount and neither renders: its content is the operator's
+ * keys file, created and changed by the documented steps (docs/keys.md), never by
+ * make-secrets.sh, and owned by no `kubectl apply -k`, so a revocation survives the next apply.
+ */
+export const KEYS_SECRET: Readonly<Record<string, readonly string[]>> = { 'gateway-api-keys': ['keys.yaml'] };

@@ -9,6 +9,7 @@ import {
   SECRET_VARIABLES as PET_SERVICE_SECRETS,
 } from '../../../pet-service/src/config';
 import { createMetrics as createPetServiceMetrics } from '../../../pet-service/src/observability/metrics';
+import { MIN_RESOLUTION_INTERVAL_MS } from '@petstore/proto';
 import type { KubeObject } from './kubectl';
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- rendered objects are checked field by field */
@@ -469,6 +470,9 @@ function preStopMs(container: any): number {
 /** Shortest pause in which endpoints and the ingress drop a terminating pod. */
 export const MIN_DRAIN_PAUSE_MS = 3000;
 
+/** How long CoreDNS (its kubernetes plugin's default TTL) may answer with an address list gone stale. */
+export const CLUSTER_DNS_TTL_MS = 5000;
+
 /**
  * The services pause (SHUTDOWN_DELAY_MS and any preStop sleep) so endpoints drain before they stop
  * accepting, and the grace period exceeds that pause plus SHUTDOWN_TIMEOUT_MS.
@@ -482,6 +486,12 @@ export function checkShutdown(objects: readonly KubeObject[]): string[] {
     const graceMs = Number(workload.pod.terminationGracePeriodSeconds ?? 30) * 1000;
     const needed = pause + settings.shutdownTimeoutMs;
     if (pause < MIN_DRAIN_PAUSE_MS) problems.push(`${where}: drain pause ${pause} ms (SHUTDOWN_DELAY_MS + preStop) is under ${MIN_DRAIN_PAUSE_MS} ms`);
+    // A gateway that knows no other pet service replica may resolve the name again only after its
+    // resolution interval, and DNS may still be stale for its TTL: this one must serve until then.
+    const resolvable = MIN_RESOLUTION_INTERVAL_MS + CLUSTER_DNS_TTL_MS;
+    if (workload.name === 'pet-service' && pause < resolvable) {
+      problems.push(`${where}: drain pause ${pause} ms is under the gateways' resolution interval plus the DNS TTL, ${resolvable} ms`);
+    }
     if (!(graceMs > needed)) {
       problems.push(`${where}: terminationGracePeriodSeconds ${graceMs / 1000} s does not exceed SHUTDOWN_DELAY_MS + preStop + SHUTDOWN_TIMEOUT_MS = ${needed} ms`);
     }

@@ -4,11 +4,32 @@
 # the Sentinels hand that name, not a pod IP that changes on restart, to the gateways. Its ACL
 # users are the base's (redis-acl.sh) plus `replication`, which the replicas log in as
 # (masteruser, masterauth: in a file, not on the command line), and `sentinel`.
+#
+# A master that restarts comes back empty (nothing is persisted). If it came back as the master
+# (the Sentinels still name it while it is down for less than DOWN_AFTER_MS), the replicas would
+# copy its empty data set and every key's minute and day would start over. So when the Sentinels
+# name this very pod, they are asked to promote a replica, which still holds the counters, and
+# this pod replicates it; only if none can be promoted within 20 s (the whole set restarted) does
+# it start as the master.
 set -eu
 . /scripts/find-master.sh
+if [ "$MASTER" = "$SELF" ] && [ "$FROM_SENTINEL" = yes ]; then
+  REDISCLI_AUTH="$(cat /etc/redis/secrets/sentinel-password)"
+  export REDISCLI_AUTH
+  for member in 0 1 2; do
+    timeout 3 redis-cli -h "redis-${member}.redis.${NAMESPACE}.svc.cluster.local" -p 26379 \
+      SENTINEL failover "$MASTER_NAME" >/dev/null 2>&1 && break
+  done
+  unset REDISCLI_AUTH
+  deadline=$(($(date +%s) + 20))
+  while [ "$MASTER" = "$SELF" ] && [ "$(date +%s)" -lt "$deadline" ]; do
+    sleep 1
+    . /scripts/find-master.sh
+  done
+fi
 . /etc/redis/config/redis-acl.sh
 printf 'masteruser replication\nmasterauth "%s"\n' "$(cat "$REDIS_SECRETS_DIR/replication-password")" > "$REDIS_RUN_DIR/replication.conf"
-set -- "$REDIS_RUN_DIR/replication.conf" --save "" --appendonly no --maxmemory 96mb --maxmemory-policy volatile-ttl \
+set -- "$REDIS_RUN_DIR/replication.conf" --protected-mode no --save "" --appendonly no --maxmemory 96mb --maxmemory-policy volatile-ttl \
   --aclfile "$REDIS_RUN_DIR/users.acl" --replica-announce-ip "$SELF"
 if [ "$MASTER" != "$SELF" ]; then
   set -- "$@" --replicaof "$MASTER" 6379
