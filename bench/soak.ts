@@ -10,7 +10,8 @@
  *
  * Settings: SOAK_SECONDS (30 or more), SOAK_TOPOLOGY (`standalone`, `cluster`: three masters,
  * `sentinel`: a master, a replica and three Sentinels, with a failover), SOAK_RATE (requests per
- * second of the mix, default below what the stack sustains on 2 cores: docs/performance.md).
+ * second of the mix, default below what the stack sustains on 2 cores: docs/testing.md), and
+ * SOAK_MAX_PETS (the most pets the run creates, at one a second or fewer; default 300).
  */
 import { readFileSync } from 'node:fs';
 import { secretOf, type SoakKey, type SoakStack, startSoakStack, type Topology } from './soak/stack';
@@ -41,6 +42,9 @@ function setting(name: string, fallback: string, valid: (value: string) => boole
 const seconds = Number(setting('SOAK_SECONDS', '90', (v) => /^\d+$/.test(v) && Number(v) >= 30, 'a whole number of seconds, 30 or more'));
 const topology = setting('SOAK_TOPOLOGY', 'standalone', (v) => TOPOLOGIES.includes(v as Topology), TOPOLOGIES.join(', ')) as Topology;
 const rate = Number(setting('SOAK_RATE', '40', (v) => /^\d+$/.test(v) && Number(v) >= 1, 'a whole number of requests per second'));
+const maxPets = Number(setting('SOAK_MAX_PETS', '300', (v) => /^\d+$/.test(v) && Number(v) >= 10, 'a whole number of pets, 10 or more'));
+/** A create a second, or fewer, so that the run creates at most SOAK_MAX_PETS pets. */
+const createRate = Math.min(1, maxPets / seconds);
 
 const baseKeys: SoakKey[] = [
   ...LOAD_KEYS.map((id) => ({ id, plan: 'enterprise' as const, limits: { perMinute: 1_000_000, perDay: 1_000_000_000 } })),
@@ -111,14 +115,16 @@ async function listEverything(stack: SoakStack): Promise<Map<string, { name: str
 }
 
 async function main(): Promise<void> {
-  console.log(`soak: ${seconds} s on ${topology} Redis, ${rate} requests/s of the mix and ${HAMMER_RATE}/s from one hammering key`);
+  console.log(
+    `soak: ${seconds} s on ${topology} Redis, ${rate} requests/s of the mix, ${createRate.toFixed(2)} creates/s (and 0.4 replays each), ${HAMMER_RATE}/s from one hammering key`,
+  );
   const stack = await startSoakStack(topology, baseKeys);
   const events: FaultEvent[] = [];
   const rss: RssSample[] = [];
   let running = true;
   let traffic: SoakTraffic | undefined;
   try {
-    traffic = new SoakTraffic({ gatewayUrls: stack.gatewayUrls, endpoints: stack.endpoints, rate, hammerRate: HAMMER_RATE, loadKeys: LOAD_KEYS, hammerKey: HAMMER_KEY });
+    traffic = new SoakTraffic({ gatewayUrls: stack.gatewayUrls, endpoints: stack.endpoints, rate, hammerRate: HAMMER_RATE, createRate, loadKeys: LOAD_KEYS, hammerKey: HAMMER_KEY });
     const clock = traffic;
     const sampler = setInterval(() => {
       for (const process of stack.monitored) {

@@ -44,28 +44,29 @@ export interface TrafficOptions {
   readonly rate: number;
   /** Requests per second of the hammering key. */
   readonly hammerRate: number;
+  /**
+   * Creates per second, apart from the mix (and 0.4 replays per create). Few: on FerretDB every
+   * read scans the whole collection (docs/mongodb.md), so what the stack sustains falls as the
+   * collection grows, and a run at a steady rate must keep it within what FerretDB serves.
+   */
+  readonly createRate: number;
   /** Keys with limits far above the rate. */
   readonly loadKeys: readonly string[];
   /** A free key, whose 429s it ignores until it is banned. */
   readonly hammerKey: string;
 }
 
-/**
- * Share of each kind in the mix; `list-next` is a `list` that follows a `Link` it was given.
- * Creates are few: on FerretDB every read scans the whole collection (docs/mongodb.md), so what
- * the stack sustains falls as the collection grows, and a long run at a steady rate must keep it
- * small (at 40/s, about one create a second: some 2,000 pets in half an hour).
- */
+/** Share of each kind in the mix; `list-next` is a `list` that follows a `Link` it was given. */
 const MIX: ReadonlyArray<readonly [RequestKind, number]> = [
-  ['list', 0.42],
-  ['get', 0.24],
-  ['create', 0.025],
-  ['replay', 0.01],
-  ['malformed', 0.11],
+  ['list', 0.44],
+  ['get', 0.25],
+  ['malformed', 0.115],
   ['not-found', 0.055],
   ['keyless', 0.07],
   ['unknown-key', 0.07],
 ];
+/** Replays of earlier creates, per create. */
+const REPLAYS_PER_CREATE = 0.4;
 const STATUSES = ['available', 'pending', 'sold'] as const;
 /** Requests in flight beyond which the schedule is not kept (counted as `behind`, a sign of overload). */
 const MAX_IN_FLIGHT = 512;
@@ -105,6 +106,8 @@ export class SoakTraffic {
   private sequence = 0;
   private launched = 0;
   private hammered = 0;
+  private creates = 0;
+  private replays = 0;
 
   constructor(options: TrafficOptions) {
     this.options = options;
@@ -132,6 +135,14 @@ export class SoakTraffic {
       this.hammered += 1;
       this.launch(() => this.send('hammer', this.options.hammerKey, 'GET', '/v1/pets?limit=1'));
     }
+    while (this.creates < Math.floor(seconds * this.options.createRate)) {
+      this.creates += 1;
+      this.launch(() => this.create());
+    }
+    while (this.replays < Math.floor(seconds * this.options.createRate * REPLAYS_PER_CREATE)) {
+      this.replays += 1;
+      this.launch(() => this.replay());
+    }
   }
 
   private launch(request: () => Promise<void>): void {
@@ -157,16 +168,6 @@ export class SoakTraffic {
         if (id === undefined) return this.send('not-found', keyId, 'GET', '/v1/pets/9000000000000000000');
         return this.send('get', keyId, 'GET', `/v1/pets/${id}`);
       }
-      case 'create': {
-        const pet = { name: `soak ${this.sequence++}`, categoryId: 1 + Math.floor(Math.random() * 1e9), status: STATUSES[Math.floor(Math.random() * 3)]! };
-        return this.send('create', keyId, 'POST', '/v1/pets', JSON.stringify(pet), randomUUID());
-      }
-      case 'replay': {
-        const id = this.createdIds[Math.floor(Math.random() * this.createdIds.length)];
-        const original = id === undefined ? undefined : this.created.get(id);
-        if (original === undefined) return this.send('not-found', keyId, 'GET', '/v1/pets/9000000000000000001');
-        return this.send('replay', original.keyId, 'POST', '/v1/pets', original.body, original.idempotencyKey);
-      }
       case 'malformed': {
         const request = MALFORMED[Math.floor(Math.random() * MALFORMED.length)]!;
         return this.send('malformed', keyId, request.method, request.path, request.body);
@@ -178,6 +179,20 @@ export class SoakTraffic {
       default:
         return this.send('unknown-key', 'no-such-key', 'GET', '/v1/pets?limit=5');
     }
+  }
+
+  private create(): Promise<void> {
+    const keyId = this.options.loadKeys[this.sequence % this.options.loadKeys.length]!;
+    const pet = { name: `soak ${this.sequence++}`, categoryId: 1 + Math.floor(Math.random() * 1e9), status: STATUSES[Math.floor(Math.random() * 3)]! };
+    return this.send('create', keyId, 'POST', '/v1/pets', JSON.stringify(pet), randomUUID());
+  }
+
+  /** The same create again, same key and body, as a client retrying it would send it. */
+  private replay(): Promise<void> {
+    const id = this.createdIds[Math.floor(Math.random() * this.createdIds.length)];
+    const original = id === undefined ? undefined : this.created.get(id);
+    if (original === undefined) return this.create();
+    return this.send('replay', original.keyId, 'POST', '/v1/pets', original.body, original.idempotencyKey);
   }
 
   /** Sends one request to the next gateway in rotation and records its sample. */
