@@ -167,6 +167,7 @@ async function main(): Promise<void> {
       rssGrowthLimit: RSS_GROWTH_LIMIT,
       lost,
       gatewayLogs: stack.gatewayLogs(),
+      petServiceLogs: stack.petServiceLogs(),
     });
     process.exitCode = ok ? 0 : 1;
   } finally {

@@ -28,6 +28,7 @@ export interface SoakResult {
   /** Acknowledged creates not listed at the end as they were created. */
   readonly lost: readonly string[];
   readonly gatewayLogs: ReadonlyArray<Record<string, unknown>>;
+  readonly petServiceLogs: ReadonlyArray<Record<string, unknown>>;
 }
 
 const percentile = (sorted: readonly number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? 0;
@@ -92,6 +93,15 @@ export function summarize(result: SoakResult): boolean {
   }
   console.log(`\ngateway log lines at error or fatal: ${levels.size === 0 ? 'none' : ''}`);
   for (const [key, { count, example }] of levels) console.log(`  ${count} × ${key}, e.g. ${JSON.stringify(example)}`);
+  // What the pet services said of the calls they failed: a store timeout, a shed call, a cancel.
+  const failedCalls = new Map<string, number>();
+  for (const line of result.petServiceLogs) {
+    if (line.msg !== 'grpc call' || line.code === 'OK' || line.code === undefined) continue;
+    const key = `${String(line.method)} ${String(line.code)}${line.reason === undefined ? '' : `: ${String(line.reason)}`}`;
+    failedCalls.set(key, (failedCalls.get(key) ?? 0) + 1);
+  }
+  console.log(`pet service calls that failed: ${failedCalls.size === 0 ? 'none' : ''}`);
+  for (const [key, count] of [...failedCalls].sort((a, b) => b[1] - a[1])) console.log(`  ${count} × ${key}`);
   const crashes = result.gatewayLogs.filter((line) => line.level === 60 || /uncaught/i.test(String(line.msg)));
   verdicts.push(['no gateway crashed (no fatal or uncaught line)', crashes.length === 0]);
 

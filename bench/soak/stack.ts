@@ -70,6 +70,8 @@ export interface SoakStack {
   readonly monitored: readonly Monitored[];
   /** Every log line of every gateway process so far, restarted ones included. */
   gatewayLogs(): ReadonlyArray<Record<string, unknown>>;
+  /** Every log line of every pet service process so far, restarted ones included. */
+  petServiceLogs(): ReadonlyArray<Record<string, unknown>>;
   /** Writes the keys file anew (atomically, as `npm run keys` does) with `keys`. */
   writeKeys(keys: readonly SoakKey[]): void;
   /** SIGTERM to pet service `index`, which must exit 0, then the same process again on its ports. */
@@ -153,6 +155,7 @@ export async function startSoakStack(topology: Topology, keys: readonly SoakKey[
     const pets: ServiceProcess[] = [];
     const gateways: ServiceProcess[] = [];
     const retiredGatewayLogs: Array<Record<string, unknown>> = [];
+    const retiredPetLogs: Array<Record<string, unknown>> = [];
     cleanups.push(async () => {
       await Promise.all(gateways.map((gateway) => gateway.stop()));
       await Promise.all(pets.map((pet) => pet.stop()));
@@ -189,10 +192,13 @@ export async function startSoakStack(topology: Topology, keys: readonly SoakKey[
       },
       monitored,
       gatewayLogs: () => [...retiredGatewayLogs, ...gateways.flatMap((gateway) => gateway.logs)],
+      petServiceLogs: () => [...retiredPetLogs, ...pets.flatMap((pet) => pet.logs)],
       writeKeys,
       async restartPetService(index) {
         markRestarted(`pet-service-${index}`);
-        const code = await pets[index]!.stop('SIGTERM');
+        const old = pets[index]!;
+        const code = await old.stop('SIGTERM');
+        retiredPetLogs.push(...old.logs);
         if (code !== 0) throw new Error(`pet service ${index} exited ${code} on SIGTERM`);
         pets[index] = await startPet(index);
       },
