@@ -4,6 +4,8 @@
 #                     and kube-router (NetworkPolicy), and waits for a Ready node
 #   cluster.sh down   stops exactly what `up` started and restores what it changed
 #   cluster.sh env    prints KUBECONFIG=... and the bin directory (for the suite)
+#   cluster.sh load IMAGE...          copies podman images into the cluster's containerd
+#   cluster.sh load-as IMAGE NAME     the same, under another name there
 #
 # Binaries: Kubernetes, CoreDNS, kube-router and pause from deploy/e2e/build.sh (cached per
 # machine); etcd, containerd, runc, the CNI plugins, iptables, ipset and conntrack from Debian.
@@ -305,6 +307,12 @@ load_image() {
   done
 }
 
+# load_image_as SOURCE NAME: copies podman image SOURCE into the cluster's containerd as NAME.
+load_image_as() {
+  load_image "$1"
+  [[ "$1" == "$2" ]] || ctr_ images tag --force "$1" "$2" >/dev/null
+}
+
 stop_pid() { # NAME SIGNAL-WAIT-SECONDS
   local name="$1" pid
   [[ -f "$RUN/pids/$name" ]] || return 0
@@ -418,5 +426,6 @@ case "${1:-}" in
     echo "E2E_BIN=$(cat "$RUN/bin" 2>/dev/null || bin_dir)"
     ;;
   load) shift; load_image "$@" ;;
-  *) echo "usage: $0 up|down|env|load IMAGE..." >&2; exit 2 ;;
+  load-as) load_image_as "$2" "$3" ;;
+  *) echo "usage: $0 up|down|env|load IMAGE...|load-as IMAGE NAME" >&2; exit 2 ;;
 esac

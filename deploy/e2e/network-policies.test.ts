@@ -1,32 +1,7 @@
 import { expect } from 'chai';
 import { clusterOrPending, kubectl, pods, tryKubectl } from './support/kube';
 import { deployed, OVERLAYS, type OverlayName } from './support/deployment';
-
-/**
- * A pod that only waits, from which connections are tried (bash's /dev/tcp, in the Redis
- * stand-in's image: Debian's bash and coreutils). Restricted-profile compliant, so it may run in
- * the overlays' namespaces.
- */
-function probePod(name: string, namespace: string, labels: Record<string, string>): object {
-  return {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name, namespace, labels },
-    spec: {
-      automountServiceAccountToken: false,
-      terminationGracePeriodSeconds: 1,
-      securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, seccompProfile: { type: 'RuntimeDefault' } },
-      containers: [
-        {
-          name: 'probe',
-          image: 'redis:7.4.5-bookworm',
-          command: ['sleep', 'infinity'],
-          securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
-        },
-      ],
-    },
-  };
-}
+import { probePod } from './support/probe-pod';
 
 /** Whether a TCP connection from the probe pod to ip:port is established within 3 s. */
 async function connects(namespace: string, pod: string, ip: string, port: number): Promise<boolean> {

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bash, clusterOrPending, figure, kubectl, kubectlJson, pods, ROOT } from './support/kube';
@@ -32,7 +32,11 @@ describe('deploy/e2e: revoking a key by the steps of docs/keys.md', function () 
       // As an operator runs them, in a directory of their own, with the project's CLI.
       const steps = forNamespace(shBlockAfter('keys.md', '## Kubernetes: revoking a key in every replica'), namespace).replace('--id acme', '--id revoked');
       const dir = mkdtempSync(join(tmpdir(), 'petstore-e2e-revoke-'));
-      await bash(`npm() { command npm --prefix "${ROOT}" "$@"; }\n${steps}`, { cwd: dir });
+      try {
+        await bash(`npm() { command npm --prefix "${ROOT}" "$@"; }\n${steps}`, { cwd: dir });
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
       const applied = performance.now();
 
       const delays = new Map<string, number>();

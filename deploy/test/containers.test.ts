@@ -1,17 +1,22 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
-import { credentials, makeGenericClientConstructor, type ServiceError } from '@grpc/grpc-js';
+import { join } from 'node:path';
+import { type ChannelCredentials, credentials, makeGenericClientConstructor, type ServiceError, status as Status } from '@grpc/grpc-js';
 import { expect } from 'chai';
 import { service as healthService } from 'grpc-health-check';
+import { MongoClient } from 'mongodb';
 import { stringify } from 'yaml';
 import { sha256Hex } from '../../gateway/src/keys/api-keys';
+import { findExecutable, pendingOrRequired } from '../../system-test/support/executables';
 import { expectWithinContract, fetchWithinContract } from '../../system-test/support/openapi-validator';
 import { waitFor } from '../../system-test/support/wait-for';
+import { makeSecrets, secretsIn } from './support/external-secrets';
 import { type KubeObject, kubectlOrSkip, render } from './support/kubectl';
+import { createPetServiceUser, oneMemberUri } from './support/mongodb-stand-in';
 import { type ContainerPlan, podAsContainer } from './support/pod-as-container';
-import { type BuiltImage, buildImages, containerLogs, imageName, podman, podmanOrSkip, type Service, SERVICES } from './support/podman';
+import { type BuiltImage, buildImages, buildStandIns, containerLogs, imageName, podman, podmanOrSkip, type Service, SERVICES } from './support/podman';
 import { SecretVolume } from './support/secret-volume';
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- rendered manifests and parsed log lines */
@@ -45,34 +50,25 @@ function keysFile(ids: readonly (keyof typeof SECRETS)[]): string {
 }
 
 /**
- * A kustomize overlay of deploy/base, as docs/deploy.md has a deployment write one: the images
- * built here, the keys file replacing the placeholder Secret. One setting differs from the base:
- * MONGODB_URI is empty (the in-memory store), as no MongoDB runs beside the containers.
+ * What the containers run: staging as a machine without a registry deploys it (the cluster suite's
+ * overlay: staging, with FerretDB in MongoDB's place), with the images built here for ours.
  */
-function writeOverlay(dir: string): void {
-  writeFileSync(join(dir, 'keys.yaml'), keysFile(['free', 'enterprise']));
-  const image = (service: Service) => {
-    const [name, tag] = imageName(service).split(/:(?=[^:]+$)/);
-    return { name: `petstore-${service}`, newName: name, newTag: tag };
-  };
-  writeFileSync(
-    join(dir, 'kustomization.yaml'),
-    stringify({
-      apiVersion: 'kustomize.config.k8s.io/v1beta1',
-      kind: 'Kustomization',
-      namespace: 'petstore',
-      resources: [relative(dir, join(ROOT, 'deploy', 'base'))],
-      images: SERVICES.map(image),
-      secretGenerator: [{ name: 'gateway-api-keys', behavior: 'replace', files: ['keys.yaml=keys.yaml'] }],
-      configMapGenerator: [{ name: 'pet-service-settings', behavior: 'merge', literals: ['MONGODB_URI='] }],
-    }),
-  );
+const OVERLAY = join(ROOT, 'deploy', 'e2e', 'overlays', 'staging');
+
+function configMapFiles(objects: readonly KubeObject[], name: string): Record<string, string> {
+  const configMap = objects.find((object) => object.kind === 'ConfigMap' && object.metadata.name === name) as any;
+  if (configMap === undefined) throw new Error(`no ConfigMap ${name} rendered`);
+  return configMap.data;
 }
 
-function secretFiles(objects: readonly KubeObject[], name: string): Record<string, string> {
-  const secret = objects.find((object) => object.kind === 'Secret' && object.metadata.name === name) as any;
-  if (secret === undefined) throw new Error(`no Secret ${name} rendered`);
-  return Object.fromEntries(Object.entries(secret.data as Record<string, string>).map(([file, value]) => [file, Buffer.from(value, 'base64').toString('utf8')]));
+/** A third-party image as a container engine names it in full (`redis:7` is docker.io's). */
+const qualified = (image: string): string => (image.includes('/') ? image : `docker.io/library/${image}`);
+
+/** The first container of workload `name`, as rendered. */
+function containerOf(objects: readonly KubeObject[], kind: string, name: string): any {
+  const workload = objects.find((object) => object.kind === kind && object.metadata.name === name) as any;
+  if (workload === undefined) throw new Error(`no ${kind} ${name} rendered`);
+  return workload.spec.template.spec.containers[0];
 }
 
 interface HealthStub {
@@ -81,24 +77,41 @@ interface HealthStub {
 }
 const HealthClient = makeGenericClientConstructor(healthService, 'Health');
 
-/** One run of a readiness probe (httpGet or grpc, as the manifests declare them) against a published port. */
+/** One run of a readiness probe (httpGet or tcpSocket, as the manifests declare them) against a published port. */
 async function probeOnce(probe: any, hostPort: (port: string | number) => number): Promise<boolean> {
   if (probe.httpGet !== undefined) {
     const response = await fetch(`http://127.0.0.1:${hostPort(probe.httpGet.port)}${probe.httpGet.path}`).catch(() => undefined);
     await response?.body?.cancel();
     return response?.status === 200;
   }
-  if (probe.grpc !== undefined) {
-    const health = new HealthClient(`127.0.0.1:${hostPort(probe.grpc.port)}`, credentials.createInsecure()) as never as HealthStub;
-    try {
-      return await new Promise<boolean>((resolve) =>
-        health.check({ service: probe.grpc.service ?? '' }, { deadline: Date.now() + 1000 }, (error, response) => resolve(error === null && response?.status === 'SERVING')),
-      );
-    } finally {
-      health.close();
-    }
+  if (probe.tcpSocket !== undefined) {
+    return new Promise<boolean>((resolve) => {
+      const socket = connect(hostPort(probe.tcpSocket.port), '127.0.0.1');
+      socket.on('connect', () => resolve(true)).on('error', () => resolve(false));
+      socket.unref();
+      socket.end();
+    });
   }
-  throw new Error(`probe ${JSON.stringify(probe)}: neither httpGet nor grpc`);
+  throw new Error(`probe ${JSON.stringify(probe)}: neither httpGet nor tcpSocket`);
+}
+
+/** The Health service's answer to `credentials` at `address` (gRPC health of the whole server), or the call's error code. */
+async function healthWith(address: string, authority: string, channel: ChannelCredentials): Promise<string> {
+  const health = new HealthClient(address, channel, { 'grpc.ssl_target_name_override': authority, 'grpc.default_authority': authority }) as never as HealthStub;
+  try {
+    return await new Promise<string>((resolve) =>
+      health.check({ service: '' }, { deadline: Date.now() + 5000 }, (error, response) => resolve(error === null ? response!.status : Status[error.code]!)),
+    );
+  } finally {
+    health.close();
+  }
+}
+
+/** A counter's value by label, from a Prometheus text exposition. */
+function counterValues(exposition: string, name: string, label: string): Record<string, number> {
+  const values: Record<string, number> = {};
+  for (const match of exposition.matchAll(new RegExp(`^${name}\\{${label}="([^"]+)"\\} (\\d+)$`, 'gm'))) values[match[1]!] = Number(match[2]);
+  return values;
 }
 
 /** Every pet, page by page (following `Link: rel="next"`), each page checked against the contract. */
@@ -121,26 +134,24 @@ interface Running {
   hostPort(port: string | number): number;
 }
 
-describe('the images, run as deploy/base runs them (podman, runc)', function () {
+describe('the images, run as the staging overlay runs them, with its Secrets, beside Redis and MongoDB stand-ins (podman, runc)', function () {
   this.timeout(60_000);
   const suffix = `${process.pid}-${randomBytes(3).toString('hex')}`;
   const network = `petstore-ct-${suffix}`;
   const started: string[] = [];
   let networkCreated = false;
-  let overlay: string | undefined;
-  let keysVolume: SecretVolume | undefined;
+  let secretsDir: string | undefined;
+  /** Every Secret the pods mount: make-secrets.sh's for staging, and the keys Secret. */
+  let secrets: Record<string, Record<string, string>> = {};
+  /** One kubelet-style directory per Secret or ConfigMap, shared by the containers that mount it. */
+  const volumes = new Map<string, SecretVolume>();
   let built: Record<Service, BuiltImage>;
-  const running = {} as Record<Service, Running>;
+  const running = {} as Record<Service | 'redis', Running>;
+  let mongo: { name: string; hostPort: number };
   let baseUrl = '';
+  let namespace = '';
 
-  async function start(objects: readonly KubeObject[], service: Service): Promise<Running> {
-    const name = `petstore-ct-${suffix}-${service}`;
-    const secretVolume = (secret: string) => {
-      if (keysVolume !== undefined) throw new Error('one Secret volume expected: the keys file');
-      keysVolume = new SecretVolume(secretFiles(objects, secret));
-      return keysVolume.path;
-    };
-    const plan = podAsContainer(objects, service, { image: imageName(service), name, network, secretVolume });
+  async function startContainer(name: string, plan: ContainerPlan): Promise<Running> {
     started.push(name);
     await podman(['run', '--detach', ...plan.args]);
     const published = new Map<number, number>();
@@ -153,23 +164,77 @@ describe('the images, run as deploy/base runs them (podman, runc)', function () 
       await waitFor(() => probeOnce(plan.readinessProbe, hostPort), 30_000);
     } catch (error) {
       const logs = await containerLogs(name).catch((reason: unknown) => [String(reason)]);
-      throw new Error(`${service} never passed its readiness probe; its log:\n${logs.join('\n')}`, { cause: error });
+      throw new Error(`${name} never passed its readiness probe; its log:\n${logs.join('\n')}`, { cause: error });
     }
     return { name, plan, hostPort };
+  }
+
+  /** Deployment `deployment`'s pod as a container of `image`. */
+  function start(objects: readonly KubeObject[], deployment: string, image: string): Promise<Running> {
+    const name = `petstore-ct-${suffix}-${deployment}`;
+    const volumeDirectory = (kind: 'Secret' | 'ConfigMap', source: string) => {
+      let volume = volumes.get(`${kind}/${source}`);
+      if (volume === undefined) {
+        const files = kind === 'ConfigMap' ? configMapFiles(objects, source) : secrets[source];
+        if (files === undefined) throw new Error(`Secret ${source}: neither make-secrets.sh nor the keys steps make it`);
+        volume = new SecretVolume(files);
+        volumes.set(`${kind}/${source}`, volume);
+      }
+      return volume.path;
+    };
+    return startContainer(name, podAsContainer(objects, deployment, { image, name, network, volumeDirectory }));
+  }
+
+  /**
+   * MongoDB's first member, as the cluster suite's FerretDB patch runs it (its command and flags,
+   * authentication on, `root` from mongodb-auth), as a container of its own: one member, no
+   * replica set, and not the StatefulSet's keyfile init container (FerretDB reads no keyfile).
+   * Then the stand-in for mongodb-init.js makes the pet service's user.
+   */
+  async function startMongoDb(objects: readonly KubeObject[]): Promise<{ name: string; hostPort: number }> {
+    const member = containerOf(objects, 'StatefulSet', 'mongodb');
+    const name = `petstore-ct-${suffix}-mongodb-0`;
+    started.push(name);
+    const auth = volumes.get('Secret/mongodb-auth') ?? new SecretVolume(secrets['mongodb-auth']!);
+    volumes.set('Secret/mongodb-auth', auth);
+    await podman([
+      'run', '--detach', '--name', name, '--network', network, '--network-alias', `mongodb-0.mongodb.${namespace}.svc.cluster.local`,
+      '--user', '999:999', '--read-only', '--read-only-tmpfs=false', '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges',
+      '--tmpfs', '/data/db:rw,mode=0777', '--tmpfs', '/tmp:rw,mode=0777', '--volume', `${auth.path}:/etc/mongodb-auth:ro`,
+      '--publish', '127.0.0.1::27017', '--entrypoint', JSON.stringify(member.command), member.image, ...member.args,
+    ]);
+    const hostPort = Number((await podman(['port', name, '27017/tcp'])).trim().split(':').pop());
+    const auths = secrets['mongodb-auth']!;
+    try {
+      await waitFor(() => createPetServiceUser(`127.0.0.1:${hostPort}`, auths['root-password']!, auths['petstore-password']!).then(() => true, () => false), 30_000);
+    } catch (error) {
+      const logs = await containerLogs(name).catch((reason: unknown) => [String(reason)]);
+      throw new Error(`FerretDB never let root create the pet service's user; its log:\n${logs.join('\n')}`, { cause: error });
+    }
+    return { name, hostPort };
   }
 
   before(async function () {
     this.timeout(30 * 60_000);
     podmanOrSkip(this);
     const kubectl = kubectlOrSkip(this);
+    if (findExecutable('OPENSSL_BIN', 'openssl', '/usr/bin/openssl') === undefined) pendingOrRequired(this, 'REQUIRE_OPENSSL', 'openssl not found (Debian package openssl): make-secrets.sh needs it');
     built = await buildImages();
-    overlay = mkdtempSync(join(tmpdir(), 'petstore-overlay-'));
-    writeOverlay(overlay);
-    const objects = render(kubectl, overlay);
+    await buildStandIns();
+    const objects = render(kubectl, OVERLAY);
+    namespace = (objects.find((object) => object.kind === 'Deployment') as any).metadata.namespace;
+    secretsDir = join(mkdtempSync(join(tmpdir(), 'petstore-ct-secrets-')), 'out');
+    makeSecrets(kubectl, 'staging', secretsDir);
+    secrets = secretsIn(secretsDir);
+    // One FerretDB, not a replica set (deploy/e2e/overlays/ferretdb): the cluster suite's one-member step.
+    secrets['pet-service-mongodb']!.uri = oneMemberUri(secrets['pet-service-mongodb']!.uri!);
+    secrets['gateway-api-keys'] = { 'keys.yaml': keysFile(['free', 'enterprise']) };
     await podman(['network', 'create', network]);
     networkCreated = true;
-    running['pet-service'] = await start(objects, 'pet-service');
-    running.gateway = await start(objects, 'gateway');
+    running.redis = await start(objects, 'redis', qualified(containerOf(objects, 'Deployment', 'redis').image));
+    mongo = await startMongoDb(objects);
+    running['pet-service'] = await start(objects, 'pet-service', imageName('pet-service'));
+    running.gateway = await start(objects, 'gateway', imageName('gateway'));
     baseUrl = `http://127.0.0.1:${running.gateway.hostPort('http')}`;
   });
 
@@ -177,8 +242,8 @@ describe('the images, run as deploy/base runs them (podman, runc)', function () 
     this.timeout(120_000);
     for (const name of started.reverse()) await podman(['rm', '--force', '--time', '0', name]).catch(() => undefined);
     if (networkCreated) await podman(['network', 'rm', network]).catch(() => undefined);
-    keysVolume?.remove();
-    if (overlay !== undefined) rmSync(overlay, { recursive: true, force: true });
+    for (const volume of volumes.values()) volume.remove();
+    if (secretsDir !== undefined) rmSync(join(secretsDir, '..'), { recursive: true, force: true });
   });
 
   describe('the images', () => {
@@ -285,8 +350,13 @@ describe('the images, run as deploy/base runs them (podman, runc)', function () 
     it('serve mixed concurrent traffic within the contract, losing no create', async () => {
       const enterprise = { authorization: `Bearer ${SECRETS.enterprise}`, 'content-type': 'application/json' };
       const batch = `mixed-${suffix}`;
+      // Within the pet service's write bound, which staging keeps at its defaults: 4 creates sent to
+      // the store at once and 16 waiting (STORE_MAX_CONCURRENT_WRITES, STORE_MAX_QUEUED_WRITES).
+      // Past it a create is shed with 503 and Retry-After by design (system-test/load-shedding.test.ts).
+      expect(running['pet-service'].plan.env).to.not.have.any.keys('STORE_MAX_CONCURRENT_WRITES', 'STORE_MAX_QUEUED_WRITES');
+      const creates = 16;
       const requests: [string, RequestInit][] = [];
-      for (let i = 0; i < 40; i++) requests.push(['/v1/pets', { method: 'POST', headers: enterprise, body: JSON.stringify({ name: `${batch}-${i}`, categoryId: i + 1 }) }]);
+      for (let i = 0; i < creates; i++) requests.push(['/v1/pets', { method: 'POST', headers: enterprise, body: JSON.stringify({ name: `${batch}-${i}`, categoryId: i + 1 }) }]);
       for (let i = 0; i < 20; i++) requests.push([`/v1/pets?limit=${(i % 100) + 1}`, { headers: enterprise }]);
       for (let i = 0; i < 10; i++) requests.push(['/v1/pets', { method: 'POST', headers: enterprise, body: '{"name":' }]);
       for (let i = 0; i < 10; i++) requests.push(['/v1/pets/abc', { headers: enterprise }]);
@@ -300,10 +370,10 @@ describe('the images, run as deploy/base runs them (podman, runc)', function () 
         }),
       );
       expect(replies.filter((status) => status >= 500)).to.deep.equal([]);
-      expect(replies.slice(0, 40)).to.deep.equal(Array(40).fill(201));
+      expect(replies.slice(0, creates)).to.deep.equal(Array(creates).fill(201));
       const names = (await listAll(baseUrl, enterprise)).map((pet) => pet.name).filter((name) => name.startsWith(`${batch}-`));
-      expect(names).to.have.length(40);
-      expect(new Set(names).size).to.equal(40);
+      expect(names).to.have.length(creates);
+      expect(new Set(names).size).to.equal(creates);
     });
 
     it("limit a free key to its plan's 60 requests a minute", async () => {
@@ -341,11 +411,69 @@ describe('the images, run as deploy/base runs them (podman, runc)', function () 
       expect(await status(SECRETS.added)).to.equal(401);
       const restarts = (await podman(['inspect', '--format', '{{ .RestartCount }} {{ .State.StartedAt }}', running.gateway.name])).trim();
       const updated = Date.now();
-      keysVolume!.update({ 'keys.yaml': keysFile(['enterprise', 'added']) });
+      volumes.get('Secret/gateway-api-keys')!.update({ 'keys.yaml': keysFile(['enterprise', 'added']) });
       await waitFor(async () => (await status(SECRETS.added)) === 200 && (await status(SECRETS.free)) === 401, 15_000, () => 'the gateway did not follow the updated Secret');
       console.log(`      the gateway followed the Secret update in ${Date.now() - updated} ms`);
       expect(await status(SECRETS.enterprise)).to.equal(200);
       expect((await podman(['inspect', '--format', '{{ .RestartCount }} {{ .State.StartedAt }}', running.gateway.name])).trim()).to.equal(restarts);
+    });
+
+    it('serve gRPC over mutual TLS only: plaintext and a client without a certificate refused, logged and counted; a certificate from the CA served', async () => {
+      const petService = running['pet-service'];
+      const address = `127.0.0.1:${petService.hostPort('grpc')}`;
+      // The name the gateway dials, which the pet service's certificate holds.
+      const authority = /^dns:\/\/\/([^:]+):/.exec(running.gateway.plan.env.PET_SERVICE_ADDR!)![1]!;
+      const client = secrets['gateway-pet-service-tls']!;
+      const ca = Buffer.from(client['ca.crt']!);
+      const refusals = async () => counterValues(await (await fetch(`http://127.0.0.1:${petService.hostPort('admin')}/metrics`)).text(), 'grpc_server_tls_handshake_refusals_total', 'reason');
+      const before = await refusals();
+      expect(await healthWith(address, authority, credentials.createInsecure()), 'plaintext').to.equal('UNAVAILABLE');
+      expect(await healthWith(address, authority, credentials.createSsl(ca)), 'TLS without a client certificate').to.equal('UNAVAILABLE');
+      expect(await healthWith(address, authority, credentials.createSsl(ca, Buffer.from(client['tls.key']!), Buffer.from(client['tls.crt']!))), 'the gateway’s certificate').to.equal('SERVING');
+      const after = await refusals();
+      expect((after.protocol_mismatch ?? 0) - (before.protocol_mismatch ?? 0), JSON.stringify(after)).to.be.at.least(1);
+      expect((after.no_client_certificate ?? 0) - (before.no_client_certificate ?? 0), JSON.stringify(after)).to.be.at.least(1);
+      const logged = (await containerLogs(petService.name)).filter((line) => line.includes('"TLS handshake refused"'));
+      expect(logged, 'the refusal logged').to.not.deep.equal([]);
+    });
+
+    it("call the pet service with the gateway's client certificate: its subject and SAN on the pet service's call lines", async () => {
+      const calls = (await containerLogs(running['pet-service'].name)).map((line) => JSON.parse(line) as Record<string, string>).filter((line) => line.msg === 'grpc call');
+      expect(calls, 'grpc call lines (LOG_LEVEL=debug in staging)').to.not.deep.equal([]);
+      for (const call of calls) {
+        expect(call.peerSubject, JSON.stringify(call)).to.match(/(^|, )CN=gateway(,|$)/);
+        expect(call.peerSan, JSON.stringify(call)).to.include(`URI:spiffe://cluster.local/ns/${namespace}/sa/gateway`);
+      }
+    });
+
+    it("count in Redis as its ACL user, which may not FLUSHALL; Redis refuses a client without credentials", async () => {
+      const readiness = (await (await fetch(`http://127.0.0.1:${running.gateway.hostPort('admin')}/readyz`)).json()) as { checks: Record<string, string> };
+      expect(readiness.checks).to.deep.include({ redis: 'ok' });
+      const redisCli = (user: string, command: string) =>
+        podman(['exec', running.redis.name, 'sh', '-c', `${user === '' ? '' : `REDISCLI_AUTH="$(cat /etc/redis/secrets/${user}-password)" `}redis-cli ${user === '' ? '' : `--user ${user} `}${command}`]);
+      expect(await redisCli('', 'PING')).to.match(/^NOAUTH /);
+      expect(await redisCli('gateway', 'PING')).to.equal('PONG\n');
+      expect(await redisCli('gateway', 'FLUSHALL')).to.match(/^NOPERM /);
+      // The free key's counters, from the plan's-limit test above.
+      expect(await redisCli('admin', "--scan --pattern '{rl:*'")).to.include('ct-free');
+    });
+
+    it('keep pets in MongoDB (the FerretDB stand-in, authentication on) as user petstore; a client without credentials is refused', async () => {
+      const host = `127.0.0.1:${mongo.hostPort}`;
+      const anonymous = new MongoClient(`mongodb://${host}/?directConnection=true`, { serverSelectionTimeoutMS: 5000 });
+      try {
+        const refused = await anonymous.db('petstore').collection('pets').findOne({}).then(() => undefined, (error: unknown) => error as Error);
+        expect(refused?.message).to.match(/requires authentication/);
+      } finally {
+        await anonymous.close();
+      }
+      const password = encodeURIComponent(secrets['mongodb-auth']!['petstore-password']!);
+      const petstore = new MongoClient(`mongodb://petstore:${password}@${host}/petstore?authSource=petstore&directConnection=true`, { serverSelectionTimeoutMS: 5000 });
+      try {
+        expect(await petstore.db('petstore').collection('pets').countDocuments({ name: 'Rex' })).to.be.at.least(1);
+      } finally {
+        await petstore.close();
+      }
     });
 
     it('stop on SIGTERM, gateway first then pet service: serving through the drain delay, exit 0, JSON log lines only', async function () {
@@ -379,7 +507,7 @@ describe('the images, run as deploy/base runs them (podman, runc)', function () 
           }
         });
         expect(parsed.filter((line) => Number(line.level) >= 50), `${service}: error lines`).to.deep.equal([]);
-        expect(parsed.find((line) => line.msg === 'shutting down'), service).to.deep.include({ signal: 'SIGTERM', delayMs });
+        expect(parsed.find((line) => line.msg === 'shutting down'), service).to.deep.include({ signal: 'SIGTERM', delayMs: Number(running[service].plan.env.SHUTDOWN_DELAY_MS) });
         expect(parsed.at(-1), service).to.deep.include({ msg: 'stopped', code: 0 });
       }
     });

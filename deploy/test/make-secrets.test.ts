@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,22 +9,12 @@ import { createServer } from '../../pet-service/src/server';
 import { MemoryPetRepository } from '../../pet-service/src/store/memory-pet-repository';
 import { findExecutable, pendingOrRequired } from '../../system-test/support/executables';
 import { type KubeObject, kubectlOrSkip, render } from './support/kubectl';
-import { CREATED_OUTSIDE_GIT } from './support/external-secrets';
+import { CREATED_OUTSIDE_GIT, makeSecrets, secretsIn } from './support/external-secrets';
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- rendered objects are read field by field */
 
 const root = join(__dirname, '..', '..');
 const overlays = ['staging', 'production'] as const;
-
-/** The Secrets a run of the script wrote, by name: each key's value as text. */
-function secretsIn(dir: string): Record<string, Record<string, string>> {
-  const secrets: Record<string, Record<string, string>> = {};
-  for (const file of readdirSync(dir).filter((name) => name.endsWith('.yaml'))) {
-    const secret = parse(readFileSync(join(dir, file), 'utf8')) as any;
-    secrets[secret.metadata.name] = Object.fromEntries(Object.entries(secret.data as Record<string, string>).map(([key, value]) => [key, Buffer.from(value, 'base64').toString('utf8')]));
-  }
-  return secrets;
-}
 
 describe('deploy/scripts/make-secrets.sh: the Secrets the overlays expect, consistent with each other and the manifests', function () {
   this.timeout(60_000);
@@ -36,11 +25,7 @@ describe('deploy/scripts/make-secrets.sh: the Secrets the overlays expect, consi
     if (findExecutable('OPENSSL_BIN', 'openssl', '/usr/bin/openssl') === undefined) pendingOrRequired(this, 'REQUIRE_OPENSSL', 'openssl not found (Debian package openssl)');
     for (const overlay of overlays) {
       const dir = join(mkdtempSync(join(tmpdir(), 'make-secrets-')), 'out');
-      const result = spawnSync('bash', [join(root, 'deploy', 'scripts', 'make-secrets.sh'), overlay, dir], {
-        encoding: 'utf8',
-        env: { ...process.env, PATH: `${join(kubectl, '..')}:${process.env.PATH}` },
-      });
-      expect(result.status, result.stderr).to.equal(0);
+      makeSecrets(kubectl, overlay, dir);
       const objects = render(kubectl, join(root, 'deploy', 'overlays', overlay));
       made[overlay] = { dir, secrets: secretsIn(dir), objects, namespace: (objects.find((o) => o.kind === 'Deployment') as any).metadata.namespace };
     }

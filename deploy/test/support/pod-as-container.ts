@@ -20,15 +20,18 @@ export interface ContainerOptions {
   readonly image: string;
   readonly name: string;
   readonly network: string;
-  /** A host directory laid out as the kubelet lays out the volume of Secret `name` (SecretVolume). */
-  readonly secretVolume: (name: string) => string;
+  /**
+   * A host directory laid out as the kubelet lays out a Secret's or a ConfigMap's volume
+   * (SecretVolume), mounted read-only as the kubelet mounts both.
+   */
+  readonly volumeDirectory: (kind: 'Secret' | 'ConfigMap', name: string) => string;
 }
 
 // Fields the translation honours, and fields that only place a pod (nothing to run for them).
 const POD_FIELDS = new Set(['containers', 'securityContext', 'volumes', 'terminationGracePeriodSeconds', 'serviceAccountName', 'automountServiceAccountToken']);
 const SCHEDULING_FIELDS = new Set(['affinity', 'topologySpreadConstraints', 'nodeSelector', 'tolerations', 'priorityClassName']);
 const POD_SECURITY_FIELDS = new Set(['runAsNonRoot', 'runAsUser', 'runAsGroup', 'seccompProfile']);
-const CONTAINER_FIELDS = new Set(['name', 'image', 'imagePullPolicy', 'ports', 'envFrom', 'env', 'volumeMounts', 'livenessProbe', 'readinessProbe', 'startupProbe', 'resources', 'securityContext']);
+const CONTAINER_FIELDS = new Set(['name', 'image', 'imagePullPolicy', 'command', 'args', 'ports', 'envFrom', 'env', 'volumeMounts', 'livenessProbe', 'readinessProbe', 'startupProbe', 'resources', 'securityContext']);
 const CONTAINER_SECURITY_FIELDS = new Set(['allowPrivilegeEscalation', 'readOnlyRootFilesystem', 'runAsNonRoot', 'runAsUser', 'runAsGroup', 'capabilities', 'seccompProfile']);
 
 function refuseUnknown(where: string, object: object | undefined, known: ReadonlySet<string>, ignored: ReadonlySet<string> = new Set()): void {
@@ -39,10 +42,11 @@ function refuseUnknown(where: string, object: object | undefined, known: Readonl
 
 /**
  * The `podman run` arguments that run the one container of Deployment `deployment` as its pod
- * would run: its user, read-only root filesystem (and no tmpfs podman would add), capabilities,
- * no privilege escalation, the default seccomp profile, memory and CPU limits, the environment its
- * ConfigMaps and Secrets give it, Secret volumes as kubelet-style directories mounted read-only and
- * emptyDir volumes as tmpfs, and a network alias for every Service name that selects it
+ * would run: its command and arguments, user, read-only root filesystem (and no tmpfs podman
+ * would add), capabilities, no privilege escalation, the default seccomp profile, memory and CPU
+ * limits, the environment its ConfigMaps and Secrets give it, Secret and ConfigMap volumes as
+ * kubelet-style directories mounted read-only and emptyDir volumes as tmpfs (mode 0777, as the
+ * kubelet makes an emptyDir), and a network alias for every Service name that selects it
  * (`<service>`, `<service>.<namespace>.svc.cluster.local`). A field it cannot reproduce fails the
  * translation rather than being left out.
  */
@@ -86,12 +90,14 @@ export function podAsContainer(objects: readonly KubeObject[], deployment: strin
   for (const mount of container.volumeMounts ?? []) {
     const volume = volumes.get(mount.name);
     if (volume?.secret !== undefined) {
-      args.push('--volume', `${options.secretVolume(volume.secret.secretName)}:${mount.mountPath}:ro`);
+      args.push('--volume', `${options.volumeDirectory('Secret', volume.secret.secretName)}:${mount.mountPath}:ro`);
+    } else if (volume?.configMap !== undefined) {
+      args.push('--volume', `${options.volumeDirectory('ConfigMap', volume.configMap.name)}:${mount.mountPath}:ro`);
     } else if (volume?.emptyDir !== undefined) {
       const size = volume.emptyDir.sizeLimit === undefined ? '' : `,size=${podmanMemory(String(volume.emptyDir.sizeLimit))}`;
-      args.push('--tmpfs', `${mount.mountPath}:rw,nosuid,nodev${size}`);
+      args.push('--tmpfs', `${mount.mountPath}:rw,nosuid,nodev,mode=0777${size}`);
     } else {
-      throw new Error(`${deployment}: volume ${mount.name} is neither a Secret nor an emptyDir; teach pod-as-container.ts`);
+      throw new Error(`${deployment}: volume ${mount.name} is neither a Secret, a ConfigMap nor an emptyDir; teach pod-as-container.ts`);
     }
   }
 
@@ -100,7 +106,9 @@ export function podAsContainer(objects: readonly KubeObject[], deployment: strin
     ports[port.name ?? String(port.containerPort)] = port.containerPort;
     args.push('--publish', `127.0.0.1::${port.containerPort}`);
   }
-  args.push(options.image);
+  // A command replaces the image's entry point, and its arguments its CMD (as in Kubernetes).
+  if (container.command !== undefined) args.push('--entrypoint', JSON.stringify(container.command));
+  args.push(options.image, ...(container.args ?? []));
   return { args, ports, readinessProbe: container.readinessProbe, gracePeriodSeconds: pod.terminationGracePeriodSeconds ?? 30, user, env };
 }
 

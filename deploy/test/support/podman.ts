@@ -1,4 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
 import { accessSync, constants } from 'node:fs';
 import { join } from 'node:path';
 import type { Context } from 'mocha';
@@ -90,4 +91,15 @@ export function buildImages(): Promise<Record<Service, BuiltImage>> {
     });
   });
   return build;
+}
+
+/**
+ * Builds the stand-ins for Redis's and MongoDB's images (deploy/e2e/stand-ins/build.sh, after
+ * buildImages, which makes their Debian base) and resolves to their names, e.g.
+ * `docker.io/library/redis:7.4.5-bookworm`. Cached by podman as the images are.
+ */
+export async function buildStandIns(): Promise<string[]> {
+  await buildImages();
+  const { stdout } = await promisify(execFile)('bash', [join(ROOT, 'deploy', 'e2e', 'stand-ins', 'build.sh')], { cwd: ROOT, encoding: 'utf8' });
+  return stdout.split('\n').filter((line) => line !== '');
 }
