@@ -33,6 +33,8 @@ export interface Certificates {
   readonly key?: Buffer;
   /** When the presented certificate expires (ms since the epoch), if there is one. */
   readonly notAfter?: number;
+  /** When the CA file's first certificate expires (ms since the epoch), if there is a CA file. */
+  readonly caNotAfter?: number;
   /** The presented certificate's subject, as OpenSSL prints it, if there is one. */
   readonly subject?: string;
 }
@@ -228,7 +230,7 @@ export class CertificateFiles implements experimental.CertificateProvider {
   /** The contents as a set to put in force. @throws CertificateFilesError */
   private check(contents: FileContents): Certificates {
     const { caFile, certFile, keyFile } = contents;
-    if (caFile !== undefined) parseCertificate(caFile, 'caFile', this.paths.caFile!);
+    const ca = caFile === undefined ? undefined : parseCertificate(caFile, 'caFile', this.paths.caFile!);
     let leaf: X509Certificate | undefined;
     if (certFile !== undefined) {
       leaf = parseCertificate(certFile, 'certFile', this.paths.certFile!);
@@ -244,6 +246,7 @@ export class CertificateFiles implements experimental.CertificateProvider {
       ...(caFile === undefined ? {} : { ca: caFile }),
       ...(certFile === undefined || keyFile === undefined ? {} : { cert: certFile, key: keyFile }),
       ...(leaf === undefined ? {} : { notAfter: Date.parse(leaf.validTo), subject: leaf.subject.replace(/\n/g, ', ') }),
+      ...(ca === undefined ? {} : { caNotAfter: Date.parse(ca.validTo) }),
     };
   }
 }
@@ -265,3 +268,19 @@ function parseCertificate(pem: Buffer, file: CertificateFile, path: string): X50
 function fingerprint(contents: FileContents): string {
   return FILES.map((file) => contents[file]?.toString('base64') ?? '-').join('|');
 }
+
+/**
+ * When each certificate of `certificates` expires, in seconds since the epoch, for the gauge
+ * `tls_certificate_expiration_timestamp_seconds{certificate}` of both services: `own` is the one
+ * this process presents, `ca` the first of the CA file it checks peers against.
+ */
+export function certificateExpirations(certificates: Certificates | undefined): Array<{ certificate: 'own' | 'ca'; seconds: number }> {
+  const expirations: Array<{ certificate: 'own' | 'ca'; seconds: number }> = [];
+  if (certificates?.notAfter !== undefined) expirations.push({ certificate: 'own', seconds: certificates.notAfter / 1000 });
+  if (certificates?.caNotAfter !== undefined) expirations.push({ certificate: 'ca', seconds: certificates.caNotAfter / 1000 });
+  return expirations;
+}
+
+/** Help text of the expiry gauge, the same in both services. */
+export const CERTIFICATE_EXPIRATION_HELP =
+  'When a TLS certificate in force expires (Unix time), by certificate: own (the one this process presents), ca (the CA file its peers are checked against). Absent without TLS.';

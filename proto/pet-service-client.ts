@@ -18,7 +18,7 @@ import {
   type ListPetsResponse,
   PetServiceClient,
 } from './gen/petstore/v1/pet_service';
-import { CertificateFiles, CertificateFilesError, type CertificateFilesOptions } from './certificate-files';
+import { CertificateFiles, CertificateFilesError, type CertificateFilesOptions, type Certificates } from './certificate-files';
 import { IDEMPOTENCY_KEY_PATTERN } from './contract';
 import { CALLER_ID_METADATA, IDEMPOTENT_REPLAYED_METADATA, RETRY_PUSHBACK_METADATA } from './metadata';
 
@@ -92,6 +92,8 @@ export interface PromisePetServiceClient {
   readonly client: PetServiceClient;
   /** The channel, for other clients of the same service (health checks) to share. */
   readonly channel: Channel;
+  /** The TLS files in force (their expiry, for metrics), or undefined without {@link PetServiceClientOptions.tls}. */
+  certificates(): Certificates | undefined;
   close(): void;
 }
 
@@ -340,6 +342,7 @@ export function createPetServiceClient(target: string, options: PetServiceClient
     getPet: call<GetPetRequest, GetPetResponse>('GetPet', client.getPet, retryReads),
     client,
     channel,
+    certificates: () => certificates?.current,
     close: () => {
       client.close();
       certificates?.close();

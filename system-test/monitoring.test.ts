@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -7,6 +8,7 @@ import { dashboardExpressions, recordedNames, rules, selectorsOf, type Selector 
 import { type ProcessStack, startProcessStack } from './support/process-stack';
 import { type PrometheusServer, type Series, startPrometheusOrSkip } from './support/prometheus';
 import { type RedisServer, startRedisOrSkip } from './support/redis-server';
+import { certificateDirectory, type CertificateDirectory, createTestCa, type TestCa } from './support/test-certificates';
 import { waitFor } from './support/wait-for';
 
 const MONITORING = join(__dirname, '..', 'deploy', 'monitoring');
@@ -153,13 +155,45 @@ describe('monitoring: the rules and the dashboard against a running gateway and 
   let redis: RedisServer;
   let stack: ProcessStack;
 
+  let files: CertificateDirectory;
+  let ca: TestCa;
+  const expiries = { ca: 0, petService: 0, gateway: 0 };
+
   before(async function () {
     redis = await startRedisOrSkip(this);
-    stack = await startProcessStack({ gateway: { REDIS_URL: redis.url } });
+    // The gRPC hop over mutual TLS, as the overlays run it, so that the certificates' expiry is exported.
+    files = certificateDirectory();
+    // Further from their ends than TlsCertificateExpiring's 7 days, as renewed certificates are.
+    ca = createTestCa('petstore test CA', 90);
+    const server = ca.issue('pet-service', { validDays: 30 });
+    const gateway = ca.issue('gateway', { use: 'client', validDays: 29 });
+    for (const [name, pem] of Object.entries({ 'ca.crt': ca.cert, 'tls.crt': server.cert, 'tls.key': server.key, 'gateway.crt': gateway.cert, 'gateway.key': gateway.key })) files.write(name, pem);
+    const notAfter = (pem: string): number => Date.parse(new X509Certificate(pem).validTo) / 1000;
+    Object.assign(expiries, { ca: notAfter(ca.cert), petService: notAfter(server.cert), gateway: notAfter(gateway.cert) });
+    stack = await startProcessStack({
+      petService: { GRPC_TLS_CERT_FILE: `${files.path}/tls.crt`, GRPC_TLS_KEY_FILE: `${files.path}/tls.key`, GRPC_TLS_CLIENT_CA_FILE: `${files.path}/ca.crt` },
+      gateway: {
+        REDIS_URL: redis.url,
+        PET_SERVICE_TLS_CA_FILE: `${files.path}/ca.crt`,
+        PET_SERVICE_TLS_CERT_FILE: `${files.path}/gateway.crt`,
+        PET_SERVICE_TLS_KEY_FILE: `${files.path}/gateway.key`,
+      },
+      petServiceAddress: (port) => `localhost:${port}`,
+    });
   });
   after(async () => {
     await stack?.stop();
     await redis?.stop();
+    files?.remove();
+  });
+
+  it("exports when each side's certificates expire, which TlsCertificateExpiring reads", async () => {
+    const read = async (adminPort: number): Promise<Record<string, number>> => {
+      const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+      return Object.fromEntries([...text.matchAll(/^tls_certificate_expiration_timestamp_seconds\{certificate="(\w+)"\} (\S+)$/gm)].map(([, certificate, value]) => [certificate!, Number(value)]));
+    };
+    expect(await read(stack.petService.adminPort), 'pet service').to.deep.equal({ own: expiries.petService, ca: expiries.ca });
+    expect(await read(stack.gateway.adminPort), 'gateway').to.deep.equal({ own: expiries.gateway, ca: expiries.ca });
   });
 
   it('reads only metrics, labels and label values the services export, and series the rules record', async () => {
@@ -308,6 +342,25 @@ describe('monitoring: the rules and the dashboard against a running gateway and 
       expect(traffic.statuses.filter((status) => status === 503), '503s answered meanwhile').to.not.deep.equal([]);
       expect(await value(`pet_service_serving{namespace="${NAMESPACE}"}`)).to.equal(0);
       expect(await value(`slo:sli_error:ratio_rate5m{slo="availability",namespace="${NAMESPACE}"}`)).to.be.above(14.4 * 0.001);
+    });
+
+    it("puts TlsCertificateExpiring (ticket and page) in pending for the gateway's certificate when one with a day left is put on its files", async () => {
+      const renewed = ca.issue('gateway', { use: 'client', validDays: 1 });
+      // Key first, then certificate, as a rotation on disk does; the gateway reads them within 5 s.
+      files.write('gateway.key', renewed.key);
+      files.write('gateway.crt', renewed.cert);
+      const pending = (alert: string): string => `TlsCertificateExpiring ${alert} pending`;
+      await waitFor(
+        async () => {
+          const active = await activeAlerts();
+          return active.includes(pending('ticket')) && active.includes(pending('page'));
+        },
+        30_000,
+        () => 'TlsCertificateExpiring not pending',
+      );
+      const [alert, ...others] = (await prometheus.alerts()).filter(({ labels }) => labels.alertname === 'TlsCertificateExpiring' && labels.severity === 'page');
+      expect(others, 'one certificate expires within 2 days').to.deep.equal([]);
+      expect(alert!.labels).to.include({ job: 'gateway', certificate: 'own', namespace: NAMESPACE });
     });
   });
 });

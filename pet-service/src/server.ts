@@ -112,6 +112,8 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
   const reads = limiter('read', options.maxConcurrentReads, options.maxQueuedReads);
   const writes = limiter('write', options.maxConcurrentWrites, options.maxQueuedWrites);
   metrics.watchLimiters({ reads, writes });
+  const certificates = options.tls?.certificates;
+  if (certificates !== undefined) metrics.readCertificatesWith(() => certificates.current);
   const server = new Server({
     'grpc.max_connection_age_ms': options.maxConnectionAgeMs ?? DEFAULT_MAX_CONNECTION_AGE_MS,
     // Calls in flight at that age get this long to finish; the gateway's deadline is 2 s.

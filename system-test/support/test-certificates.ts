@@ -53,10 +53,10 @@ function certificate(subject: string, publicKey: forge.pki.PublicKey, from: Date
   return cert;
 }
 
-/** A new CA, valid for a day from an hour ago; `name` is its common name. */
-export function createTestCa(name = 'petstore test CA'): TestCa {
+/** A new CA, valid for `validDays` (default 1) from an hour ago; `name` is its common name. */
+export function createTestCa(name = 'petstore test CA', validDays = 1): TestCa {
   const caKey = keyPair();
-  const caCert = certificate(name, caKey.publicKey, new Date(Date.now() - 3_600_000), 1);
+  const caCert = certificate(name, caKey.publicKey, new Date(Date.now() - 3_600_000), validDays);
   caCert.setIssuer(caCert.subject.attributes);
   caCert.setExtensions([
     { name: 'basicConstraints', cA: true, critical: true },

@@ -1,3 +1,4 @@
+import { certificateExpirations, CERTIFICATE_EXPIRATION_HELP, type Certificates } from '@petstore/proto';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { keySubject } from '../rate-limit/rate-limit-policy';
 import type { RateLimitOutcome, RateLimiter } from '../rate-limit/rate-limiter';
@@ -44,6 +45,8 @@ export interface GatewayMetrics {
   readonly apiKeysLastReloadSuccess: Gauge;
   /** 0 from a rejected reload of the keys file until the next good one, else 1. */
   readonly apiKeysLastReloadSuccessful: Gauge;
+  /** Names where the pet service client's TLS files in force are read at each scrape, for their expiry. */
+  readCertificatesWith(read: () => Certificates | undefined): void;
 }
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
@@ -55,6 +58,19 @@ export function createMetrics(): GatewayMetrics {
   let addressBuckets = (): number => 0;
   let fallbackReplicas = (): number => 1;
   let petServiceCheck: () => Promise<void> = () => Promise.reject(new Error('no pet service check yet'));
+  let certificates = (): Certificates | undefined => undefined;
+  new Gauge({
+    name: 'tls_certificate_expiration_timestamp_seconds',
+    help: CERTIFICATE_EXPIRATION_HELP,
+    labelNames: ['certificate'],
+    // With GATEWAY_WORKERS: the worker whose certificate expires first.
+    aggregator: 'min',
+    registers,
+    collect() {
+      this.reset();
+      for (const { certificate, seconds } of certificateExpirations(certificates())) this.set({ certificate }, seconds);
+    },
+  });
   return {
     registry,
     httpRequests: new Counter({
@@ -179,6 +195,9 @@ export function createMetrics(): GatewayMetrics {
       aggregator: 'min',
       registers,
     }),
+    readCertificatesWith(read) {
+      certificates = read;
+    },
   };
 }
 

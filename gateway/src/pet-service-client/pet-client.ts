@@ -31,8 +31,9 @@ export type PetClient = PromisePetServiceClient;
  */
 export function createPetClient(options: PetClientOptions): PetClient {
   const { metrics, tls } = options;
+  let client: PetClient;
   try {
-    return createPetServiceClient(options.target, {
+    client = createPetServiceClient(options.target, {
       deadlineMs: options.timeoutMs,
       ...(metrics === undefined ? {} : { onCallEnd: callMetrics(metrics) }),
       ...(tls === undefined ? {} : { tls: petServiceTlsOption(tls, options.logger) }),
@@ -41,6 +42,8 @@ export function createPetClient(options: PetClientOptions): PetClient {
     // A certificate file that cannot be used is a start-up error naming its variable.
     throw certificateConfigError(error);
   }
+  metrics?.readCertificatesWith(() => client.certificates());
+  return client;
 }
 
 /** Counts and times each call by method and status; label objects are made once per pair. */

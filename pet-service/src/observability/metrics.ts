@@ -1,3 +1,4 @@
+import { certificateExpirations, CERTIFICATE_EXPIRATION_HELP, type Certificates } from '@petstore/proto';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** The pet service's Prometheus metrics, in a registry of their own (served on the admin port). */
@@ -15,6 +16,8 @@ export interface PetServiceMetrics {
    * CPU rises: the queues are what an autoscaler should scale on (docs/deploy.md).
    */
   watchLimiters(sources: { readonly reads: OperationQueue; readonly writes: OperationQueue }): void;
+  /** Names where the gRPC port's TLS files in force are read at each scrape, for their expiry. */
+  readCertificatesWith(read: () => Certificates | undefined): void;
 }
 
 /** A concurrency limiter as the metrics read it (store/concurrency-limiter.ts). */
@@ -76,10 +79,24 @@ export function createMetrics(sources: MetricSources = {}): PetServiceMetrics {
   };
   queueGauges('reads', 'Reads (ListPets, GetPet)', 'READS');
   queueGauges('writes', 'Creates', 'WRITES');
+  let certificates = (): Certificates | undefined => undefined;
+  new Gauge({
+    name: 'tls_certificate_expiration_timestamp_seconds',
+    help: CERTIFICATE_EXPIRATION_HELP,
+    labelNames: ['certificate'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { certificate, seconds } of certificateExpirations(certificates())) this.set({ certificate }, seconds);
+    },
+  });
   return {
     registry,
     watchLimiters: (sources) => {
       limiters = sources;
+    },
+    readCertificatesWith: (read) => {
+      certificates = read;
     },
     grpcCalls: new Counter({
       name: 'grpc_server_handled_total',

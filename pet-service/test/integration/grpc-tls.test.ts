@@ -235,7 +235,12 @@ describe('pet service over mutual TLS: real handshakes with certificates made by
       }
     })();
     await waitFor(() => served >= 20, 10_000);
-    const rotated = ca.issue('pet-service');
+    const expirations = async (): Promise<Record<string, number>> =>
+      Object.fromEntries((await metrics.registry.getSingleMetric('tls_certificate_expiration_timestamp_seconds')!.get()).values.map(({ labels, value }) => [labels.certificate, value]));
+    const notAfter = (pem: string): number => Date.parse(new X509Certificate(pem).validTo) / 1000;
+    expect(await expirations(), 'the expiry gauge before').to.deep.equal({ own: notAfter(readFileSync(`${files.path}/tls.crt`, 'utf8')), ca: notAfter(ca.cert) });
+    // Valid a day longer than the first, so that the gauge's change is the rotation's.
+    const rotated = ca.issue('pet-service', { validDays: 2 });
     // Key first, then certificate: a reader in between sees a mismatched pair, which must not be put in force.
     files.write('tls.key', rotated.key);
     files.write('tls.crt', rotated.cert);
@@ -251,6 +256,7 @@ describe('pet service over mutual TLS: real handshakes with certificates made by
     // A fresh caller connects and is served under the new certificate.
     await tlsClient().listPets({ pageSize: 1, pageToken: '', status: PetStatus.PET_STATUS_UNSPECIFIED });
     expect(lines.filter((line) => line.msg === 'gRPC TLS certificates reloaded; new connections use them')).to.have.length(1);
+    expect(await expirations(), 'the expiry gauge after').to.deep.equal({ own: notAfter(rotated.cert), ca: notAfter(ca.cert) });
   });
 
   it('keeps the last good certificate when the files on disk are not a pair, and says so once', async () => {
