@@ -15,6 +15,7 @@
  * of its refusals (503 with Retry-After; target < 50 ms) and the share of 504s among its answers
  * (target < 1%), with what the pet services answered.
  */
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -43,6 +44,14 @@ const PET_SERVICE_SETTINGS = Object.fromEntries(
     .filter((pair) => pair !== '')
     .map((pair) => pair.split('=') as [string, string]),
 );
+/**
+ * `BENCH_STORE_CPU=own` (the default on two cores or more): FerretDB on the first CPU alone, the
+ * services and this generator on the others, as in production, where the store runs on nodes of
+ * its own. Sharing every CPU (`shared`), the refusals' work in the gateway, the pet services and
+ * the generator takes CPU from the store itself, which no deployment does: the goodput lost
+ * then is the test machine's, not the shedding's (docs/performance.md#overload).
+ */
+const STORE_CPU = process.env.BENCH_STORE_CPU ?? (cpus().length >= 2 ? 'own' : 'shared');
 /** Clients give up on a request after this long (well past the gateway's 2 s deadline). */
 const CLIENT_TIMEOUT_MS = 10_000;
 const SECRET = 'bench-overload-secret';
@@ -76,7 +85,13 @@ interface Step {
   readonly p99: number;
 }
 
-async function step(baseUrl: string, rate: number, seconds: number): Promise<Step> {
+/**
+ * Runs `rate` for `seconds`, after `reset` (the seeded pets alone again, no idempotency records):
+ * on FerretDB every list scans the collection, so a store grown by the previous steps' creates
+ * would serve each later step, the overload last, slower than the one it is compared with.
+ */
+async function step(baseUrl: string, rate: number, seconds: number, reset: () => Promise<void>): Promise<Step> {
+  await reset();
   const outcomes = await runOpenLoop({ baseUrl, rate, seconds, next: workload(), clientTimeoutMs: CLIENT_TIMEOUT_MS });
   const succeeded = outcomes.filter(ok);
   return {
@@ -146,18 +161,18 @@ async function gained(ports: readonly number[], names: readonly string[], before
 }
 
 /** Steps up by half until a rate is not sustained, then halves the gap twice; the best step's goodput. */
-async function sustainableRate(baseUrl: string): Promise<number> {
+async function sustainableRate(baseUrl: string, reset: () => Promise<void>): Promise<number> {
   console.log(`\nsustainable rate: steps of ${STEP_SECONDS} s, at least 99% ok and success p99 <= ${SUSTAINABLE_P99_MS} ms`);
   let best: Step | undefined;
   let failed: Step | undefined;
   for (let rate = START_RATE; failed === undefined; rate *= 1.5) {
-    const result = await step(baseUrl, rate, STEP_SECONDS);
+    const result = await step(baseUrl, rate, STEP_SECONDS, reset);
     console.log(describeStep(sustains(result) ? '  ok  ' : '  over', result));
     if (sustains(result)) best = result;
     else failed = result;
   }
   for (let halvings = 0; halvings < 2 && best !== undefined; halvings += 1) {
-    const result = await step(baseUrl, (best.rate + failed.rate) / 2, STEP_SECONDS);
+    const result = await step(baseUrl, (best.rate + failed.rate) / 2, STEP_SECONDS, reset);
     console.log(describeStep(sustains(result) ? '  ok  ' : '  over', result));
     if (sustains(result)) best = result;
     else failed = result;
@@ -200,14 +215,28 @@ async function main(): Promise<void> {
     );
     processes.push(gateway);
     for (const service of processes) stopCollectingLogs(service);
+    if (STORE_CPU === 'own') {
+      // Every thread of each (-a); threads made later inherit their maker's CPUs.
+      const pin = (pid: number, list: string): void => void execFileSync('taskset', ['-a', '-cp', list, String(pid)], { stdio: 'ignore' });
+      const others = `1-${cpus().length - 1}`;
+      if (mongo.pid !== undefined) pin(mongo.pid, '0');
+      for (const pid of [process.pid, ...processes.map((service) => service.child.pid!)]) pin(pid, others);
+    } else if (STORE_CPU !== 'shared') {
+      throw new Error(`BENCH_STORE_CPU: own or shared, not ${STORE_CPU}`);
+    }
     const baseUrl = `http://127.0.0.1:${gateway.port}`;
     console.log(
       `${mongo.kind === 'ferretdb' ? 'FerretDB (SQLite handler)' : 'MONGODB_URI'}, ${SEED_PETS} pets; two pet services (${Object.entries({ STORE_MAX_CONCURRENT_WRITES: '1', ...PET_SERVICE_SETTINGS }).map(([name, value]) => `${name}=${value}`).join(' ')}, else defaults), one gateway`,
     );
+    console.log(STORE_CPU === 'own' ? `CPUs: the store on CPU 0 alone${mongo.pid === undefined ? ' (MONGODB_URI: not pinned)' : ''}; the services and the generator on the others` : 'CPUs: shared by the store, the services and the generator');
     console.log(`mix: ${MIX.list * 100}% lists, ${MIX.get * 100}% gets, ${MIX.create * 100}% creates; open loop, clients give up after ${CLIENT_TIMEOUT_MS / 1000} s`);
 
-    await step(baseUrl, START_RATE, 5);
-    const sustainable = KNOWN_SUSTAINABLE ?? (await sustainableRate(baseUrl));
+    const reset = async (): Promise<void> => {
+      await pets.deleteMany({ _id: { $gt: BigInt(SEED_PETS) } });
+      await raw.db(database).collection('idempotency_keys').deleteMany({});
+    };
+    await step(baseUrl, START_RATE, 5, reset);
+    const sustainable = KNOWN_SUSTAINABLE ?? (await sustainableRate(baseUrl, reset));
 
     const adminPorts = petServices.map(({ adminPort }) => adminPort);
     const petCounters = ['grpc_server_handled_total', 'pet_store_operations_total'];
@@ -216,7 +245,7 @@ async function main(): Promise<void> {
     const petHistogramsBefore = await Promise.all(adminPorts.map((port) => counters(port, ['grpc_server_handling_seconds_bucket'])));
     const rate = sustainable * OVERLOAD_FACTOR;
     console.log(`\noverload: ${rate.toFixed(1)}/s (${OVERLOAD_FACTOR} × sustainable) for ${OVERLOAD_SECONDS} s`);
-    const overload = await step(baseUrl, rate, OVERLOAD_SECONDS);
+    const overload = await step(baseUrl, rate, OVERLOAD_SECONDS, reset);
     console.log(describeStep('  ', overload));
     for (const kind of Object.keys(MIX)) {
       const ofKind = overload.outcomes.filter((outcome) => outcome.kind === kind);
