@@ -55,7 +55,9 @@ const baseKeys: SoakKey[] = [
 function rssKb(pid: number | undefined): number | undefined {
   if (pid === undefined) return undefined;
   try {
-    return Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+    // An exiting process (a restart under way) has a status without VmRSS: no sample.
+    const kb = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb === undefined ? undefined : Number(kb);
   } catch {
     return undefined;
   }

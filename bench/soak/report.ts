@@ -97,7 +97,8 @@ export function summarize(result: SoakResult): boolean {
   const failedCalls = new Map<string, number>();
   for (const line of result.petServiceLogs) {
     if (line.msg !== 'grpc call' || line.code === 'OK' || line.code === undefined) continue;
-    const key = `${String(line.method)} ${String(line.code)}${line.reason === undefined ? '' : `: ${String(line.reason)}`}`;
+    // Numbers (pet ids) out of the reason, so that a kind of failure is one line, not one per pet.
+    const key = `${String(line.method)} ${String(line.code)}${line.reason === undefined ? '' : `: ${String(line.reason).replace(/\d+/g, 'N')}`}`;
     failedCalls.set(key, (failedCalls.get(key) ?? 0) + 1);
   }
   console.log(`pet service calls that failed: ${failedCalls.size === 0 ? 'none' : ''}`);
