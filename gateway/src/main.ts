@@ -106,6 +106,7 @@ async function createLimiter(config: GatewayConfig, logger: Logger, counts: bool
   const limiter = new FallbackRateLimiter({
     primary,
     fallback: memory,
+    deadlineMs: config.redisCommandTimeoutMs,
     ...(heartbeat === undefined ? {} : { replicas: () => heartbeat.replicas }),
     log: ({ msg, usingFallback, error }) => {
       metrics?.rateLimiterFallback.set(usingFallback ? 1 : 0);

@@ -31,6 +31,14 @@ export interface FallbackRateLimiterOptions {
   /** A monotonic clock in ms, for that pause only. Default `performance.now`. */
   readonly monotonicNow?: () => number;
   /**
+   * The longest a request waits for the shared store (REDIS_COMMAND_TIMEOUT_MS): past it, the
+   * request is counted in memory as after an error. The client's own command timeout does not
+   * bound the wait on a Cluster: a command to a node that went away is retried every 100 ms
+   * while the client refreshes its slot map, up to 16 times (ioredis's `retryDelayOnFailover`,
+   * `maxRedirections`), each try timed afresh. Absent: no bound of its own.
+   */
+  readonly deadlineMs?: number;
+  /**
    * How many processes count apart while the shared store is out (read on every request counted
    * in memory; `ReplicaHeartbeat.replicas`): each then enforces ⌈limit ÷ that⌉ of every
    * window ({@link splitPolicy}), so that together they keep about the shared limit. Absent: each
@@ -64,6 +72,7 @@ export class FallbackRateLimiter implements RateLimiter {
   private readonly pauseAfterErrorMs: number;
   private readonly monotonicNow: () => number;
   private readonly replicas: () => number;
+  private readonly deadlineMs: number | undefined;
   /** By the policy the caller passed: callers keep theirs (one per key), so this stays small. */
   private readonly splits = new WeakMap<RateLimitPolicy, Split>();
   private degraded = false;
@@ -77,6 +86,7 @@ export class FallbackRateLimiter implements RateLimiter {
     this.pauseAfterErrorMs = options.pauseAfterErrorMs ?? 1000;
     this.monotonicNow = options.monotonicNow ?? (() => performance.now());
     this.replicas = options.replicas ?? (() => 1);
+    this.deadlineMs = options.deadlineMs;
   }
 
   /** Whether requests are currently counted in memory. */
@@ -89,7 +99,7 @@ export class FallbackRateLimiter implements RateLimiter {
       this.degrade('not connected');
     } else if (this.monotonicNow() >= this.pausedUntil) {
       try {
-        const decision = await this.primary.consume(subject, policy);
+        const decision = await this.inTime(this.primary.consume(subject, policy));
         this.recover();
         return decision;
       } catch (error) {
@@ -110,12 +120,32 @@ export class FallbackRateLimiter implements RateLimiter {
   async usage(subject: string, policy: RateLimitPolicy): Promise<RateLimitUsage> {
     if (this.primary.available && this.monotonicNow() >= this.pausedUntil) {
       try {
-        return await this.primary.usage(subject, policy);
+        return await this.inTime(this.primary.usage(subject, policy));
       } catch {
         // Answered below from the counts requests fall back to.
       }
     }
     return this.fallback.usage(subject, this.inForce(policy));
+  }
+
+  /** `work`, or a rejection once it has taken longer than {@link FallbackRateLimiterOptions.deadlineMs}. */
+  private inTime<T>(work: Promise<T>): Promise<T> {
+    const { deadlineMs } = this;
+    if (deadlineMs === undefined) return work;
+    return new Promise((resolve, reject) => {
+      // A late answer settles nothing: the request was already counted in memory.
+      const timer = setTimeout(() => reject(new Error(`Redis did not answer within ${deadlineMs} ms`)), deadlineMs);
+      work.then(
+        (value) => {
+          clearTimeout(timer);
+          resolve(value);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          reject(error as Error);
+        },
+      );
+    });
   }
 
   /** `policy` as this process enforces it while counting in memory. */

@@ -69,6 +69,28 @@ describe('FallbackRateLimiter', () => {
     expect(events[0]!.msg).to.match(/in memory/);
   });
 
+  it('falls back once the deadline has passed without an answer, whatever the store does later, and answers usage the same way', async () => {
+    let answer: (decision: RateLimitDecision) => void = () => undefined;
+    const hanging: SharedRateLimiter = {
+      available: true,
+      consume: () => new Promise((resolve) => (answer = resolve)),
+      usage: () => new Promise(() => undefined),
+      unban: async () => false,
+      close: async () => undefined,
+    };
+    const bounded = new FallbackRateLimiter({ primary: hanging, fallback, log: (event) => events.push(event), monotonicNow: () => clock, deadlineMs: 20 });
+    const decision = await bounded.consume('key:a', POLICY);
+    expect(decision.outcome).to.equal('allowed');
+    expect(bounded.usingFallback).to.equal(true);
+    expect(events.map((event) => event.error)).to.deep.equal(['Redis did not answer within 20 ms']);
+    // The late answer changes nothing (and throws nowhere).
+    answer(await fallback.consume('key:other', POLICY));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(bounded.usingFallback).to.equal(true);
+    clock += 1000;
+    expect((await bounded.usage('key:a', POLICY)).scope, 'usage read from memory after the deadline').to.equal('replica');
+  });
+
   it('falls back when a call fails, then skips the store for a pause so a hung Redis costs one timeout', async () => {
     primary.failure = new Error('Command timed out');
     const first = await limiter.consume('key:a', POLICY);
