@@ -3,13 +3,14 @@
  * when given one) and hands each established connection to the gRPC server through grpc-js's
  * connection injector. grpc-js's own secure port creates its TLS server inside `bindAsync` and
  * exposes neither it nor its `tlsClientError` event, so a refused handshake could not be told to
- * anyone; owning the listener is what lets it be logged, once per peer, and counted
+ * anyone; owning the listener is what lets it be logged, once per peer and reason, and counted
  * (docs/decisions.md, "TLS on the pet service").
  */
 import type { AddressInfo } from 'node:net';
 import { createServer as createTlsServer, type SecureContextOptions, type TLSSocket } from 'node:tls';
 import { type Server, ServerCredentials } from '@grpc/grpc-js';
 import type { CertificateFiles, Certificates } from '@petstore/proto';
+import { createReportThrottle } from '@petstore/runtime';
 import type { Logger } from 'pino';
 
 /** What {@link listenTls} needs. */
@@ -24,7 +25,7 @@ export interface TlsListenerOptions {
   readonly logger: Logger;
   /** Every refused handshake, for the metric. */
   readonly countRefusal?: (reason: string) => void;
-  /** A peer's refusals are logged at most once per this many ms. Default {@link REFUSAL_LOG_INTERVAL_MS}. */
+  /** A peer's refusals for one reason are logged at most once per this many ms. Default {@link REFUSAL_LOG_INTERVAL_MS}. */
   readonly refusalLogIntervalMs?: number;
   /** Monotonic ms (tests). */
   readonly now?: () => number;
@@ -38,12 +39,12 @@ export interface TlsListener {
 
 /**
  * A peer whose handshakes keep failing (a client without a certificate retries every second or
- * so) is logged again after this long, with the count meanwhile: one line per peer, not per
- * attempt, yet a problem that lasts is not forgotten.
+ * so) is logged again after this long, with the count meanwhile: one line per peer and reason,
+ * not per attempt, yet a problem that lasts is not forgotten.
  */
 export const REFUSAL_LOG_INTERVAL_MS = 10 * 60_000;
-/** Peers remembered for that; past this many the memory is cleared (a flood from many addresses). */
-const MAX_REMEMBERED_PEERS = 10_000;
+/** Peer and reason pairs remembered for that; past this many the one logged longest ago is forgotten. */
+const MAX_REMEMBERED_REFUSALS = 10_000;
 /** A connection must finish its handshake within this, or it is closed (Node's default is 120 s). */
 const HANDSHAKE_TIMEOUT_MS = 10_000;
 
@@ -101,25 +102,22 @@ function isoDate(ms: number | undefined): string | undefined {
   return ms === undefined ? undefined : new Date(ms).toISOString();
 }
 
-/** Logs a peer's refused handshake once per interval (with the count since), counts every one. */
+/**
+ * Logs a peer's refused handshakes once per interval for each reason (with the count since), counts
+ * every one. Keyed by reason too: pod addresses are reused, and a new pod refused for another reason
+ * than the last one at that address (a missing certificate after a bare TCP probe) is news.
+ */
 function refusalLog(options: TlsListenerOptions): (peer: string, reason: string, detail: string) => void {
-  const interval = options.refusalLogIntervalMs ?? REFUSAL_LOG_INTERVAL_MS;
-  const now = options.now ?? (() => performance.now());
-  const peers = new Map<string, { loggedAt: number; unlogged: number }>();
+  const pass = createReportThrottle({
+    intervalMs: options.refusalLogIntervalMs ?? REFUSAL_LOG_INTERVAL_MS,
+    now: options.now ?? (() => performance.now()),
+    maxKeys: MAX_REMEMBERED_REFUSALS,
+  });
   return (peer, reason, detail) => {
     options.countRefusal?.(reason);
-    const at = now();
-    const seen = peers.get(peer);
-    if (seen !== undefined && at - seen.loggedAt < interval) {
-      seen.unlogged += 1;
-      return;
-    }
-    if (seen === undefined && peers.size >= MAX_REMEMBERED_PEERS) peers.clear();
-    peers.set(peer, { loggedAt: at, unlogged: 0 });
-    options.logger.warn(
-      { peer, reason, detail, ...(seen === undefined ? {} : { refusalsSinceLastLine: seen.unlogged + 1 }) },
-      'TLS handshake refused',
-    );
+    const occurrences = pass(`${peer} ${reason}`);
+    if (occurrences === undefined) return;
+    options.logger.warn({ peer, reason, detail, ...(occurrences > 1 ? { refusalsSinceLastLine: occurrences } : {}) }, 'TLS handshake refused');
   };
 }
 
