@@ -52,6 +52,10 @@ const PET_SERVICE_SETTINGS = Object.fromEntries(
  * then is the test machine's, not the shedding's (docs/performance.md#overload).
  */
 const STORE_CPU = process.env.BENCH_STORE_CPU ?? (cpus().length >= 2 ? 'own' : 'shared');
+if (STORE_CPU !== 'own' && STORE_CPU !== 'shared') {
+  console.error(`BENCH_STORE_CPU: own or shared, not ${STORE_CPU}`);
+  process.exit(1);
+}
 /** Clients give up on a request after this long (well past the gateway's 2 s deadline). */
 const CLIENT_TIMEOUT_MS = 10_000;
 const SECRET = 'bench-overload-secret';
@@ -221,8 +225,6 @@ async function main(): Promise<void> {
       const others = `1-${cpus().length - 1}`;
       if (mongo.pid !== undefined) pin(mongo.pid, '0');
       for (const pid of [process.pid, ...processes.map((service) => service.child.pid!)]) pin(pid, others);
-    } else if (STORE_CPU !== 'shared') {
-      throw new Error(`BENCH_STORE_CPU: own or shared, not ${STORE_CPU}`);
     }
     const baseUrl = `http://127.0.0.1:${gateway.port}`;
     console.log(

@@ -1,14 +1,14 @@
-import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { parse } from 'yaml';
 import { ruleGroups } from '../scripts/generate-monitoring';
 import { dashboardExpressions, recordedNames, rules, selectorsOf, type Selector } from './support/monitoring-files';
+import { valuesByLabel } from './support/metrics-exposition';
 import { type ProcessStack, startProcessStack } from './support/process-stack';
 import { type PrometheusServer, type Series, startPrometheusOrSkip } from './support/prometheus';
 import { type RedisServer, startRedisOrSkip } from './support/redis-server';
-import { certificateDirectory, type CertificateDirectory, createTestCa, type TestCa } from './support/test-certificates';
+import { certificateDirectory, type CertificateDirectory, createTestCa, notAfterSeconds, type TestCa } from './support/test-certificates';
 import { waitFor } from './support/wait-for';
 
 const MONITORING = join(__dirname, '..', 'deploy', 'monitoring');
@@ -168,8 +168,7 @@ describe('monitoring: the rules and the dashboard against a running gateway and 
     const server = ca.issue('pet-service', { validDays: 30 });
     const gateway = ca.issue('gateway', { use: 'client', validDays: 29 });
     for (const [name, pem] of Object.entries({ 'ca.crt': ca.cert, 'tls.crt': server.cert, 'tls.key': server.key, 'gateway.crt': gateway.cert, 'gateway.key': gateway.key })) files.write(name, pem);
-    const notAfter = (pem: string): number => Date.parse(new X509Certificate(pem).validTo) / 1000;
-    Object.assign(expiries, { ca: notAfter(ca.cert), petService: notAfter(server.cert), gateway: notAfter(gateway.cert) });
+    Object.assign(expiries, { ca: notAfterSeconds(ca.cert), petService: notAfterSeconds(server.cert), gateway: notAfterSeconds(gateway.cert) });
     stack = await startProcessStack({
       petService: { GRPC_TLS_CERT_FILE: `${files.path}/tls.crt`, GRPC_TLS_KEY_FILE: `${files.path}/tls.key`, GRPC_TLS_CLIENT_CA_FILE: `${files.path}/ca.crt` },
       gateway: {
@@ -188,10 +187,8 @@ describe('monitoring: the rules and the dashboard against a running gateway and 
   });
 
   it("exports when each side's certificates expire, which TlsCertificateExpiring reads", async () => {
-    const read = async (adminPort: number): Promise<Record<string, number>> => {
-      const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
-      return Object.fromEntries([...text.matchAll(/^tls_certificate_expiration_timestamp_seconds\{certificate="(\w+)"\} (\S+)$/gm)].map(([, certificate, value]) => [certificate!, Number(value)]));
-    };
+    const read = async (adminPort: number): Promise<Record<string, number>> =>
+      valuesByLabel(await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text(), 'tls_certificate_expiration_timestamp_seconds', 'certificate');
     expect(await read(stack.petService.adminPort), 'pet service').to.deep.equal({ own: expiries.petService, ca: expiries.ca });
     expect(await read(stack.gateway.adminPort), 'gateway').to.deep.equal({ own: expiries.gateway, ca: expiries.ca });
   });

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect } from 'node:tls';
 import { expect } from 'chai';
+import { valuesByLabel } from '../../system-test/support/metrics-exposition';
 import { fetchWithinContract } from '../../system-test/support/openapi-validator';
 import { waitFor } from '../../system-test/support/wait-for';
 import { bash, clusterOrPending, figure, kubectl, kubectlJson, type PodInfo, pods, ROOT } from './support/kube';
@@ -95,10 +96,7 @@ async function nodeIn(pod: string, script: string, ...args: string[]): Promise<a
 
 /** The pet service's handshake refusals by reason, from its admin port (as Prometheus scrapes it). */
 async function refusals(pod: PodInfo): Promise<Record<string, number>> {
-  const exposition = await (await fetch(`http://${pod.ip}:9091/metrics`)).text();
-  const values: Record<string, number> = {};
-  for (const match of exposition.matchAll(/^grpc_server_tls_handshake_refusals_total\{reason="([^"]+)"\} (\d+)$/gm)) values[match[1]!] = Number(match[2]);
-  return values;
+  return valuesByLabel(await (await fetch(`http://${pod.ip}:9091/metrics`)).text(), 'grpc_server_tls_handshake_refusals_total', 'reason');
 }
 
 /** The certificate a pet service pod presents to a new connection (from the node, with the caller's certificate). */

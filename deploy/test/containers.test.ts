@@ -10,6 +10,7 @@ import { MongoClient } from 'mongodb';
 import { stringify } from 'yaml';
 import { sha256Hex } from '../../gateway/src/keys/api-keys';
 import { findExecutable, pendingOrRequired } from '../../system-test/support/executables';
+import { valuesByLabel } from '../../system-test/support/metrics-exposition';
 import { expectWithinContract, fetchWithinContract } from '../../system-test/support/openapi-validator';
 import { waitFor } from '../../system-test/support/wait-for';
 import { makeSecrets, secretsIn } from './support/external-secrets';
@@ -107,13 +108,6 @@ async function healthWith(address: string, authority: string, channel: ChannelCr
   }
 }
 
-/** A counter's value by label, from a Prometheus text exposition. */
-function counterValues(exposition: string, name: string, label: string): Record<string, number> {
-  const values: Record<string, number> = {};
-  for (const match of exposition.matchAll(new RegExp(`^${name}\\{${label}="([^"]+)"\\} (\\d+)$`, 'gm'))) values[match[1]!] = Number(match[2]);
-  return values;
-}
-
 /** Every pet, page by page (following `Link: rel="next"`), each page checked against the contract. */
 async function listAll(baseUrl: string, headers: Record<string, string>, firstPage = '/v1/pets?limit=100'): Promise<{ name: string }[]> {
   const pets: { name: string }[] = [];
@@ -169,20 +163,23 @@ describe('the images, run as the staging overlay runs them, with its Secrets, be
     return { name, plan, hostPort };
   }
 
+  /** The kubelet-style directory of Secret or ConfigMap `source`, made on first use. */
+  function volumeDirectory(objects: readonly KubeObject[], kind: 'Secret' | 'ConfigMap', source: string): string {
+    let volume = volumes.get(`${kind}/${source}`);
+    if (volume === undefined) {
+      const files = kind === 'ConfigMap' ? configMapFiles(objects, source) : secrets[source];
+      if (files === undefined) throw new Error(`Secret ${source}: neither make-secrets.sh nor the keys steps make it`);
+      volume = new SecretVolume(files);
+      volumes.set(`${kind}/${source}`, volume);
+    }
+    return volume.path;
+  }
+
   /** Deployment `deployment`'s pod as a container of `image`. */
   function start(objects: readonly KubeObject[], deployment: string, image: string): Promise<Running> {
     const name = `petstore-ct-${suffix}-${deployment}`;
-    const volumeDirectory = (kind: 'Secret' | 'ConfigMap', source: string) => {
-      let volume = volumes.get(`${kind}/${source}`);
-      if (volume === undefined) {
-        const files = kind === 'ConfigMap' ? configMapFiles(objects, source) : secrets[source];
-        if (files === undefined) throw new Error(`Secret ${source}: neither make-secrets.sh nor the keys steps make it`);
-        volume = new SecretVolume(files);
-        volumes.set(`${kind}/${source}`, volume);
-      }
-      return volume.path;
-    };
-    return startContainer(name, podAsContainer(objects, deployment, { image, name, network, volumeDirectory }));
+    const plan = podAsContainer(objects, deployment, { image, name, network, volumeDirectory: (kind, source) => volumeDirectory(objects, kind, source) });
+    return startContainer(name, plan);
   }
 
   /**
@@ -195,12 +192,10 @@ describe('the images, run as the staging overlay runs them, with its Secrets, be
     const member = containerOf(objects, 'StatefulSet', 'mongodb');
     const name = `petstore-ct-${suffix}-mongodb-0`;
     started.push(name);
-    const auth = volumes.get('Secret/mongodb-auth') ?? new SecretVolume(secrets['mongodb-auth']!);
-    volumes.set('Secret/mongodb-auth', auth);
     await podman([
       'run', '--detach', '--name', name, '--network', network, '--network-alias', `mongodb-0.mongodb.${namespace}.svc.cluster.local`,
       '--user', '999:999', '--read-only', '--read-only-tmpfs=false', '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges',
-      '--tmpfs', '/data/db:rw,mode=0777', '--tmpfs', '/tmp:rw,mode=0777', '--volume', `${auth.path}:/etc/mongodb-auth:ro`,
+      '--tmpfs', '/data/db:rw,mode=0777', '--tmpfs', '/tmp:rw,mode=0777', '--volume', `${volumeDirectory(objects, 'Secret', 'mongodb-auth')}:/etc/mongodb-auth:ro`,
       '--publish', '127.0.0.1::27017', '--entrypoint', JSON.stringify(member.command), member.image, ...member.args,
     ]);
     const hostPort = Number((await podman(['port', name, '27017/tcp'])).trim().split(':').pop());
@@ -425,7 +420,7 @@ describe('the images, run as the staging overlay runs them, with its Secrets, be
       const authority = /^dns:\/\/\/([^:]+):/.exec(running.gateway.plan.env.PET_SERVICE_ADDR!)![1]!;
       const client = secrets['gateway-pet-service-tls']!;
       const ca = Buffer.from(client['ca.crt']!);
-      const refusals = async () => counterValues(await (await fetch(`http://127.0.0.1:${petService.hostPort('admin')}/metrics`)).text(), 'grpc_server_tls_handshake_refusals_total', 'reason');
+      const refusals = async () => valuesByLabel(await (await fetch(`http://127.0.0.1:${petService.hostPort('admin')}/metrics`)).text(), 'grpc_server_tls_handshake_refusals_total', 'reason');
       const before = await refusals();
       expect(await healthWith(address, authority, credentials.createInsecure()), 'plaintext').to.equal('UNAVAILABLE');
       expect(await healthWith(address, authority, credentials.createSsl(ca)), 'TLS without a client certificate').to.equal('UNAVAILABLE');

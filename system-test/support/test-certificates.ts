@@ -1,8 +1,13 @@
-import { generateKeyPairSync } from 'node:crypto';
+import { generateKeyPairSync, X509Certificate } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import forge from 'node-forge';
+
+/** When certificate `pem` expires, in seconds since the epoch, as the services' expiry gauge gives it. */
+export function notAfterSeconds(pem: string): number {
+  return Date.parse(new X509Certificate(pem).validTo) / 1000;
+}
 
 /** A certificate and its key, PEM. */
 export interface Issued {

@@ -80,12 +80,11 @@ export function createUnaryCall({ logger, metrics, forcedShutdown, slowCallMs, c
         // The line is built only when some level will write it.
         if (code === Status.INTERNAL || code === Status.UNKNOWN) {
           logger.error({ ...callLine(method, callLabels.code, ms, metadata, span), ...callerFields(call), err: error }, 'grpc call failed');
-        } else if (code !== Status.OK) {
-          // Why, in the service's own words: a store timeout, a shed call and a cancel look alike by code.
+        } else if (code !== Status.OK || ms >= slowCallMs) {
+          // A failed call says why, in the service's own words: a store timeout, a shed call and a
+          // cancel look alike by code. (An undefined field is left out of the line.)
           const reason = error instanceof Error ? error.message : undefined;
           logger.info({ ...callLine(method, callLabels.code, ms, metadata, span), ...callerFields(call), reason }, 'grpc call');
-        } else if (ms >= slowCallMs) {
-          logger.info({ ...callLine(method, callLabels.code, ms, metadata, span), ...callerFields(call) }, 'grpc call');
         } else if (logger.isLevelEnabled('debug')) {
           logger.debug({ ...callLine(method, callLabels.code, ms, metadata, span), ...callerFields(call) }, 'grpc call');
         }

@@ -9,7 +9,7 @@ import { createTracing, type Tracing, TRACING_ENV, tracingSettings } from '@pets
 import { expect } from 'chai';
 import { cleanEnv } from 'envalid';
 import { capturedLogs } from '../../../system-test/support/captured-logs';
-import { certificateDirectory, type CertificateDirectory, createTestCa, type TestCa } from '../../../system-test/support/test-certificates';
+import { certificateDirectory, type CertificateDirectory, createTestCa, notAfterSeconds, type TestCa } from '../../../system-test/support/test-certificates';
 import { waitFor } from '../../../system-test/support/wait-for';
 import { REFUSAL_LOG_INTERVAL_MS } from '../../src/grpc/tls-listener';
 import { createMetrics, type PetServiceMetrics } from '../../src/observability/metrics';
@@ -241,8 +241,7 @@ describe('pet service over mutual TLS: real handshakes with certificates made by
     await waitFor(() => served >= 20, 10_000);
     const expirations = async (): Promise<Record<string, number>> =>
       Object.fromEntries((await metrics.registry.getSingleMetric('tls_certificate_expiration_timestamp_seconds')!.get()).values.map(({ labels, value }) => [labels.certificate, value]));
-    const notAfter = (pem: string): number => Date.parse(new X509Certificate(pem).validTo) / 1000;
-    expect(await expirations(), 'the expiry gauge before').to.deep.equal({ own: notAfter(readFileSync(`${files.path}/tls.crt`, 'utf8')), ca: notAfter(ca.cert) });
+    expect(await expirations(), 'the expiry gauge before').to.deep.equal({ own: notAfterSeconds(readFileSync(`${files.path}/tls.crt`, 'utf8')), ca: notAfterSeconds(ca.cert) });
     // Valid a day longer than the first, so that the gauge's change is the rotation's.
     const rotated = ca.issue('pet-service', { validDays: 2 });
     // Key first, then certificate: a reader in between sees a mismatched pair, which must not be put in force.
@@ -260,7 +259,7 @@ describe('pet service over mutual TLS: real handshakes with certificates made by
     // A fresh caller connects and is served under the new certificate.
     await tlsClient().listPets({ pageSize: 1, pageToken: '', status: PetStatus.PET_STATUS_UNSPECIFIED });
     expect(lines.filter((line) => line.msg === 'gRPC TLS certificates reloaded; new connections use them')).to.have.length(1);
-    expect(await expirations(), 'the expiry gauge after').to.deep.equal({ own: notAfter(rotated.cert), ca: notAfter(ca.cert) });
+    expect(await expirations(), 'the expiry gauge after').to.deep.equal({ own: notAfterSeconds(rotated.cert), ca: notAfterSeconds(ca.cert) });
   });
 
   it('keeps the last good certificate when the files on disk are not a pair, and says so once', async () => {
