@@ -428,8 +428,18 @@ describe('the images, run as the staging overlay runs them, with its Secrets, be
       const after = await refusals();
       expect((after.protocol_mismatch ?? 0) - (before.protocol_mismatch ?? 0), JSON.stringify(after)).to.be.at.least(1);
       expect((after.no_client_certificate ?? 0) - (before.no_client_certificate ?? 0), JSON.stringify(after)).to.be.at.least(1);
-      const logged = (await containerLogs(petService.name)).filter((line) => line.includes('"TLS handshake refused"'));
-      expect(logged, 'the refusal logged').to.not.deep.equal([]);
+      const counted = Date.now();
+      let lines: string[] = [];
+      const reasons = () => new Set(lines.filter((line) => line.includes('"TLS handshake refused"')).map((line) => (JSON.parse(line) as { reason: string }).reason));
+      await waitFor(
+        async () => {
+          lines = await containerLogs(petService.name);
+          return reasons().has('protocol_mismatch') && reasons().has('no_client_certificate');
+        },
+        15_000,
+        () => `the pet service logged refusals for ${JSON.stringify([...reasons()])}; its last lines:\n${lines.slice(-20).join('\n')}`,
+      );
+      console.log(`      the refusal lines were in the pet service's log ${Date.now() - counted} ms after the metric counted them`);
     });
 
     it("call the pet service with the gateway's client certificate: its subject and SAN on the pet service's call lines", async () => {
