@@ -5,6 +5,7 @@
  * knows about pets, HTTP or gRPC.
  */
 export * from './src/crash-handlers';
+export * from './src/deadline';
 export * from './src/env';
 export * from './src/logger';
 export * from './src/report-throttle';

@@ -434,7 +434,8 @@ describe('the images, run as the staging overlay runs them, with its Secrets, be
       await waitFor(
         async () => {
           lines = await containerLogs(petService.name);
-          return reasons().has('protocol_mismatch') && reasons().has('no_client_certificate');
+          const logged = reasons();
+          return logged.has('protocol_mismatch') && logged.has('no_client_certificate');
         },
         15_000,
         () => `the pet service logged refusals for ${JSON.stringify([...reasons()])}; its last lines:\n${lines.slice(-20).join('\n')}`,

@@ -1,3 +1,4 @@
+import { withinDeadline } from '@petstore/runtime';
 import { splitPolicy } from './rate-limit-policy';
 import type { RateLimitDecision, RateLimiter, RateLimitPolicy, RateLimitUsage } from './rate-limiter';
 
@@ -131,21 +132,8 @@ export class FallbackRateLimiter implements RateLimiter {
   /** `work`, or a rejection once it has taken longer than {@link FallbackRateLimiterOptions.deadlineMs}. */
   private inTime<T>(work: Promise<T>): Promise<T> {
     const { deadlineMs } = this;
-    if (deadlineMs === undefined) return work;
-    return new Promise((resolve, reject) => {
-      // A late answer settles nothing: the request was already counted in memory.
-      const timer = setTimeout(() => reject(new Error(`Redis did not answer within ${deadlineMs} ms`)), deadlineMs);
-      work.then(
-        (value) => {
-          clearTimeout(timer);
-          resolve(value);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          reject(error as Error);
-        },
-      );
-    });
+    // A late answer settles nothing: the request was already counted in memory.
+    return deadlineMs === undefined ? work : withinDeadline(work, deadlineMs, () => new Error(`Redis did not answer within ${deadlineMs} ms`));
   }
 
   /** `policy` as this process enforces it while counting in memory. */

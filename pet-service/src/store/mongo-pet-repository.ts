@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { status as Status } from '@grpc/grpc-js';
-import { ConfigError, StartupError } from '@petstore/runtime';
+import { ConfigError, StartupError, withinDeadline } from '@petstore/runtime';
 import { type Collection, type CommandStartedEvent, MongoClient, MongoError, MongoServerError, ReadPreference, type ReadPreferenceMode } from 'mongodb';
 import { IDEMPOTENCY_WINDOW_MS, type IdempotencyClaim } from '../pets/idempotency';
 import type { NewPetRecord, PetRecord, StoredStatus } from '../pets/pet-record';
@@ -266,16 +266,8 @@ export class MongoPetRepository implements PetRepository {
    * Past that timeout the store is down or too slow, and either way another try now would not
    * help: the answer tells clients not to retry.
    */
-  private async read<T>(operation: () => Promise<T>): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const expired = new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(() => reject(PetServiceError.withoutRetry(Status.UNAVAILABLE, 'pet store did not answer in time')), this.maxTimeMS);
-    });
-    try {
-      return await Promise.race([this.run(operation), expired]);
-    } finally {
-      clearTimeout(timer);
-    }
+  private read<T>(operation: () => Promise<T>): Promise<T> {
+    return withinDeadline(this.run(operation), this.maxTimeMS, () => PetServiceError.withoutRetry(Status.UNAVAILABLE, 'pet store did not answer in time'));
   }
 
   /**
