@@ -16,6 +16,8 @@ describe('pet-service refusals over HTTP (real gateway, scripted gRPC pet servic
     scripted = await startScriptedPetService({
       listPets: () => ({ fail: Status.RESOURCE_EXHAUSTED }),
       getPet: () => ({ fail: Status.PERMISSION_DENIED }),
+      // What the pet service answers when its store did not answer in time: not to be retried.
+      createPet: () => ({ fail: Status.UNAVAILABLE, pushbackMs: '-1' }),
     });
     stack = await startTestStack({ petServiceAddress: `127.0.0.1:${scripted.port}`, metrics });
   });
@@ -33,6 +35,19 @@ describe('pet-service refusals over HTTP (real gateway, scripted gRPC pet servic
     expect(scripted.calls.listPets, 'a shed call is never retried').to.equal(1);
     const shed = await metrics.httpRequestsShed.get();
     expect(shed.values.map(({ labels, value }) => ({ ...labels, value }))).to.deep.equal([{ route: '/v1/pets', method: 'GET', value: 1 }]);
+  });
+
+  it('answers UNAVAILABLE (a store that did not answer in time) with 503 service_unavailable and Retry-After: 1, as every 503, not counted as shed', async () => {
+    const before = (await metrics.httpRequestsShed.get()).values.reduce((sum, { value }) => sum + value, 0);
+    const response = await fetchWithinContract(`${stack.baseUrl}/v1/pets`, {
+      method: 'POST',
+      headers: { ...AUTH, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Rex', categoryId: 1 }),
+    });
+    expect(response.status).to.equal(503);
+    expect(await response.json()).to.deep.equal({ code: 'service_unavailable', message: 'pet service unavailable', status: 503 });
+    expect(response.headers.get('retry-after')).to.equal('1');
+    expect((await metrics.httpRequestsShed.get()).values.reduce((sum, { value }) => sum + value, 0)).to.equal(before);
   });
 
   it('answers PERMISSION_DENIED with 403 forbidden, as the document lists it', async () => {

@@ -410,7 +410,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The pet service is unavailable, or over capacity: it shed the request. Error codes: service_unavailable. */
+            /** @description The pet service (or its store) is unavailable or did not answer in time, or it is over capacity and shed the request. Error codes: service_unavailable. */
             503: {
                 headers: {
                     /**
@@ -439,10 +439,10 @@ export interface operations {
                      */
                     RateLimit: string;
                     /**
-                     * @description On a shed request (the pet service over capacity): seconds until a retry may succeed.
+                     * @description Seconds until a retry may succeed; on every 503.
                      * @example 1
                      */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -853,7 +853,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The pet service is unavailable, or over capacity: it shed the request. Error codes: service_unavailable. */
+            /** @description The pet service (or its store) is unavailable or did not answer in time, or it is over capacity and shed the request. Error codes: service_unavailable. */
             503: {
                 headers: {
                     /**
@@ -882,10 +882,10 @@ export interface operations {
                      */
                     RateLimit: string;
                     /**
-                     * @description On a shed request (the pet service over capacity): seconds until a retry may succeed.
+                     * @description Seconds until a retry may succeed; on every 503.
                      * @example 1
                      */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1358,7 +1358,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The pet service is unavailable, or over capacity: it shed the request. Error codes: service_unavailable. */
+            /** @description The pet service (or its store) is unavailable or did not answer in time, or it is over capacity and shed the request. Error codes: service_unavailable. */
             503: {
                 headers: {
                     /**
@@ -1402,10 +1402,10 @@ export interface operations {
                      */
                     Link?: string;
                     /**
-                     * @description On a shed request (the pet service over capacity): seconds until a retry may succeed.
+                     * @description Seconds until a retry may succeed; on every 503.
                      * @example 1
                      */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {

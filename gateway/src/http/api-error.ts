@@ -31,7 +31,7 @@ export const ERROR_CODE_TABLE = {
   internal: { statuses: [500], when: 'a bug; details are logged, never sent' },
   service_unavailable: {
     statuses: [503],
-    when: 'pet service (or its store) unreachable; or the pet service is over capacity and shed the request (its RESOURCE_EXHAUSTED), with `Retry-After: 1`',
+    when: 'pet service (or its store) unreachable or too slow; or the pet service is over capacity and shed the request (its RESOURCE_EXHAUSTED); always with `Retry-After: 1`',
   },
   bad_gateway: {
     statuses: [502],
@@ -48,6 +48,14 @@ export type ErrorCode = keyof typeof ERROR_CODE_TABLE;
 
 export const ERROR_CODES = Object.keys(ERROR_CODE_TABLE) as readonly ErrorCode[];
 
+/**
+ * `Retry-After` of every 503 that does not set its own: whatever made the service unavailable (a
+ * shed request, a store that did not answer in time, a pet service out of reach), a client that
+ * retries is told when, rather than left to guess (RFC 9110 section 10.2.3), and one second is as
+ * long as a shed or timed-out read takes to clear.
+ */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
+
 /** {@link ERROR_CODE_TABLE} as a Markdown table, as the OpenAPI document and docs/api.md show it. */
 export function errorCodeMarkdown(): string {
   const rows = Object.entries(ERROR_CODE_TABLE).map(([code, { statuses, when }]) => `| \`${code}\` | ${statuses.join(', ')} | ${when} |`);
@@ -62,7 +70,7 @@ export function errorCodeMarkdown(): string {
 export class ApiError extends Error {
   readonly status: number;
   readonly code: ErrorCode;
-  /** Extra response headers, such as `Allow` or `WWW-Authenticate`. */
+  /** Extra response headers, such as `Allow` or `WWW-Authenticate`; on a 503, always `Retry-After`. */
   readonly headers: Readonly<Record<string, string>>;
 
   constructor(status: number, code: ErrorCode, message: string, headers: Readonly<Record<string, string>> = {}) {
@@ -75,7 +83,8 @@ export class ApiError extends Error {
     this.name = 'ApiError';
     this.status = status;
     this.code = code;
-    this.headers = headers;
+    this.headers =
+      status === 503 && headers['Retry-After'] === undefined ? { ...headers, 'Retry-After': String(UNAVAILABLE_RETRY_AFTER_SECONDS) } : headers;
   }
 
   static invalid(field: string, problem: string): ApiError {

@@ -8,16 +8,15 @@ interface Translation {
   /** Whether the pet service's message is fit for clients; otherwise `fallback` is shown. */
   readonly passMessage: boolean;
   readonly fallback: string;
-  readonly headers?: Readonly<Record<string, string>>;
 }
 
 /**
  * The answer to RESOURCE_EXHAUSTED: the pet service shed the call, over its capacity for now. A
- * 503 with `Retry-After`, as load shedding answers (RFC 9110 section 15.6.4), not grpc-gateway's
- * 429: a 429 tells a client that it sent too much, and this client may have sent one request.
- * One instance, so the pets routes can count what was shed.
+ * 503 (with `Retry-After`, as every 503), as load shedding answers (RFC 9110 section 15.6.4), not
+ * grpc-gateway's 429: a 429 tells a client that it sent too much, and this client may have sent
+ * one request. One instance, so the pets routes can count what was shed.
  */
-export const PET_SERVICE_OVER_CAPACITY = new ApiError(503, 'service_unavailable', 'pet service is over capacity; retry later', { 'Retry-After': '1' });
+export const PET_SERVICE_OVER_CAPACITY = new ApiError(503, 'service_unavailable', 'pet service is over capacity; retry later');
 
 /** gRPC status to HTTP, as grpc-gateway maps them but for RESOURCE_EXHAUSTED. Unlisted codes are 500 `internal`. */
 const TABLE = new Map<Status, Translation>([
@@ -52,7 +51,7 @@ const HTTP_FIELD_NAMES: ReadonlyMap<string, string> = new Map([
 export function grpcStatusToHttp(code: Status, details: string, metadata?: Metadata): ApiError {
   if (code === Status.RESOURCE_EXHAUSTED) return PET_SERVICE_OVER_CAPACITY;
   const translation = TABLE.get(code) ?? INTERNAL;
-  return new ApiError(translation.status, translation.code, clientMessage(translation, details, metadata), translation.headers);
+  return new ApiError(translation.status, translation.code, clientMessage(translation, details, metadata));
 }
 
 function clientMessage(translation: Translation, details: string, metadata: Metadata | undefined): string {

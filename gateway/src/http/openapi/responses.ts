@@ -38,11 +38,12 @@ export const commonErrors = {
   '429': error('Over the rate limit, or the key is temporarily banned.', ['rate_limited', 'api_key_banned']),
   '500': error('Unexpected failure.', ['internal']),
   '503': {
-    ...error('The pet service is unavailable, or over capacity: it shed the request.', ['service_unavailable']),
+    ...error('The pet service (or its store) is unavailable or did not answer in time, or it is over capacity and shed the request.', ['service_unavailable']),
     headers: {
       'Retry-After': {
         schema: { type: 'integer', minimum: 1 },
-        description: 'On a shed request (the pet service over capacity): seconds until a retry may succeed.',
+        required: true,
+        description: 'Seconds until a retry may succeed; on every 503.',
         example: 1,
       },
     },

@@ -24,10 +24,11 @@ describe('grpcStatusToHttp', () => {
     });
   }
 
-  it('promises a retry after one second when the pet service shed the call (over capacity), and nothing else', () => {
+  it('promises a retry after one second on every 503: a shed call (over capacity), and a pet service or store unavailable; on no other status', () => {
     expect(grpcStatusToHttp(Status.RESOURCE_EXHAUSTED, 'busy')).to.equal(PET_SERVICE_OVER_CAPACITY);
     expect(PET_SERVICE_OVER_CAPACITY.headers).to.deep.equal({ 'Retry-After': '1' });
-    expect(grpcStatusToHttp(Status.UNAVAILABLE, 'down').headers).to.deep.equal({});
+    expect(grpcStatusToHttp(Status.UNAVAILABLE, 'pet store did not answer in time').headers).to.deep.equal({ 'Retry-After': '1' });
+    for (const code of [Status.DEADLINE_EXCEEDED, Status.INTERNAL, Status.NOT_FOUND]) expect(grpcStatusToHttp(code, 'x').headers, Status[code]).to.deep.equal({});
   });
 
   const violation = (field: string, description: string) =>
