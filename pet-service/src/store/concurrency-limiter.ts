@@ -9,9 +9,9 @@ export interface ConcurrencyLimits {
   readonly maxQueued: number;
   /**
    * How long an operation may take once it runs (the store's timeout): a waiting operation gives
-   * up while its caller's deadline still leaves this much time, and an operation slower than a
-   * half of it says the store has more at once than it serves well. 0: no deadline is kept
-   * and the bound never shrinks (the in-process store).
+   * up while its caller's deadline still leaves this much time, and no more run at once than are
+   * expected to end within half of it. 0: no deadline is kept and the bound never shrinks (the
+   * in-process store).
    */
   readonly operationTimeMs: number;
   /** What the limiter admits, as its refusals name it: `read`, `write`. */
@@ -49,15 +49,13 @@ export interface ConcurrencyLimiter {
 
 // setTimeout fires at once for longer delays; a wait that long is as good as no deadline.
 const MAX_TIMER_MS = 2 ** 31 - 1;
-/** Weight of the latest operation in the running average of their times. */
+/** Weight of the latest operation in the running average of the store's time per operation. */
 const AVERAGE_WEIGHT = 0.2;
-/** An operation slower than this share of `operationTimeMs` shrinks the bound. */
-const SLOW_SHARE = 0.5;
-/** What a slow operation leaves of the bound. */
-const DECREASE = 0.9;
+/** The share of `operationTimeMs` an operation may be expected to take: the rest is margin. */
+const EXPECTED_SHARE = 0.5;
 /**
  * How much longer than the estimate a wait may turn out: the estimate is an average, the bound
- * it divides by moves, and a wait that outlasts its caller's patience ends in a slow refusal.
+ * moves, and a wait that outlasts its caller's patience ends in a slow refusal.
  */
 const WAIT_MARGIN = 4;
 
@@ -71,36 +69,54 @@ const WAIT_MARGIN = 4;
  * gRPC clients not to retry it (PetServiceError.overCapacity): a retry would only add to the
  * load it was refused for.
  *
- * How many run at once adapts to the store, as TCP's window adapts to a link (additive increase,
- * multiplicative decrease, as Netflix's concurrency-limits AIMD does on latency): each operation
- * slower than half the store timeout takes a tenth off the bound, each faster one adds
- * 1/bound, between 1 and `maxConcurrent`. A store that serves everything fast (MongoDB on an
- * index) keeps the whole bound; one that answers slower the more it is given (FerretDB's SQLite
- * handler, which works on one query at a time) gets only what it serves in time.
+ * How many run at once follows the store's time per operation: while it has operations, how long
+ * it takes to end each one (the inverse of its throughput, which Little's law turns into a
+ * latency: an operation with n ahead of it ends about n times that later). A store that serves
+ * one query at a time, as FerretDB's SQLite handler does, shows its whole time per query however
+ * many it is sent; one that serves them side by side, as MongoDB on an index does, shows that
+ * time shared among them. One more starts only while that time, times the operations then
+ * running with it, fits in half the store timeout (at most `maxConcurrent`, at least one): a
+ * burst is held in the queue, or refused, before it reaches the store, rather than started all
+ * at once to time out there together. A wait in the queue takes the same time per operation for
+ * every place ahead of it.
  */
 export function createConcurrencyLimiter({ maxConcurrent, maxQueued, operationTimeMs, kind, now = Date.now }: ConcurrencyLimits): ConcurrencyLimiter {
-  const slowMs = operationTimeMs > 0 ? operationTimeMs * SLOW_SHARE : Infinity;
-  let limit = maxConcurrent;
+  const expectedMs = operationTimeMs > 0 ? operationTimeMs * EXPECTED_SHARE : Infinity;
   let running = 0;
-  // How long an operation runs, on average lately: what a place in the queue costs in waiting.
-  let averageMs = 0;
+  // The store's time per operation, on average lately: how long, while it had operations, it
+  // took to end each one. Since when it has had some, and when it last ended one.
+  let storeMsPerOperation = 0;
+  let measured = false;
+  let busySince = 0;
+  let lastEnd = 0;
+  // Operations that may run at once: those whose store time adds up to the expected duration.
+  const allowed = (): number =>
+    storeMsPerOperation > 0 ? Math.min(maxConcurrent, Math.max(1, Math.floor(expectedMs / storeMsPerOperation))) : maxConcurrent;
   // A Set keeps insertion order and lets a waiter leave from anywhere in O(1).
   const waiting = new Set<() => void>();
   const overCapacity = (): PetServiceError => PetServiceError.overCapacity(`pet store is at its ${kind} capacity`);
-  const finished = (ms: number): void => {
-    averageMs += (ms - averageMs) * AVERAGE_WEIGHT;
-    limit = ms > slowMs ? Math.max(1, limit * DECREASE) : Math.min(maxConcurrent, limit + 1 / limit);
+  const start = (): void => {
+    if (running === 0) busySince = now();
+    running += 1;
+  };
+  const finished = (): void => {
+    const at = now();
+    const sample = at - Math.max(lastEnd, busySince);
+    lastEnd = at;
+    // The first operation is all there is to go on; later ones move the average.
+    storeMsPerOperation += (sample - storeMsPerOperation) * (measured ? AVERAGE_WEIGHT : 1);
+    measured = true;
     running -= 1;
-    // The next in line take the slots the bound now allows (none while it shrinks below `running`).
-    while (running < Math.floor(limit) && waiting.size > 0) {
-      running += 1;
+    // The next in line take the slots now allowed (none while fewer are allowed than run).
+    while (running < allowed() && waiting.size > 0) {
+      start();
       waiting.values().next().value!();
     }
   };
   const turn = (caller: LimitedCaller | undefined): Promise<void> => {
     const patience = caller === undefined ? Infinity : Number(caller.getDeadline()) - operationTimeMs - now();
     // Refused now rather than after waiting for nothing: a refusal is only cheap while it is fast.
-    const expectedWaitMs = ((waiting.size + 1) / Math.floor(limit)) * averageMs;
+    const expectedWaitMs = (waiting.size + 1) * storeMsPerOperation;
     if (patience <= expectedWaitMs * WAIT_MARGIN) return Promise.reject(overCapacity());
     return new Promise((resolve, reject) => {
       const leave = (): void => {
@@ -131,14 +147,13 @@ export function createConcurrencyLimiter({ maxConcurrent, maxQueued, operationTi
     async run(operation, caller) {
       if (caller?.cancelled === true) throw new PetServiceError(Status.CANCELLED, `cancelled before its turn to ${kind}`);
       // The slot is taken here, or handed over by `finished` before the turn resolves.
-      if (running < Math.floor(limit) && waiting.size === 0) running += 1;
+      if (running < allowed() && waiting.size === 0) start();
       else if (waiting.size >= maxQueued) throw overCapacity();
       else await turn(caller);
-      const started = now();
       try {
         return await operation();
       } finally {
-        finished(now() - started);
+        finished();
       }
     },
     get queued() {
@@ -148,7 +163,7 @@ export function createConcurrencyLimiter({ maxConcurrent, maxQueued, operationTi
       return running;
     },
     get limit() {
-      return Math.floor(limit);
+      return allowed();
     },
   };
 }

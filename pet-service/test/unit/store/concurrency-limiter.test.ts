@@ -124,25 +124,25 @@ describe('createConcurrencyLimiter', () => {
     expect(sent.metadata!.get(RETRY_PUSHBACK_METADATA)).to.deep.equal(['-1']);
   });
 
-  it('refuses at once a wait its deadline cannot afford four times over: the queue ahead of it times the operations\' recent average', async () => {
+  it('refuses at once a wait its deadline cannot afford four times over: the store\'s time per operation for each place ahead', async () => {
     let clock = 1_000_000;
     const limiter = createConcurrencyLimiter({ kind: 'read', maxConcurrent: 1, maxQueued: 10, operationTimeMs: 0, now: () => clock });
     const log: string[] = [];
-    // Five operations of 10 s each bring the average to 6.7 s (a fifth of each new one counts).
-    for (const name of ['a', 'b', 'c', 'd', 'e']) {
+    // Operations of 10 s, 5 s and 5 s, one at a time: 10, then 9, then 8.2 s per operation.
+    for (const [name, ms] of [['a', 10_000], ['b', 5000], ['c', 5000]] as const) {
       const held = heldWrite(name, log);
       const done = limiter.run(held.write);
-      clock += 10_000;
+      clock += ms;
       held.finish();
       await done;
     }
     const running = heldWrite('f', log);
     const first = outcomeOf(limiter.run(running.write));
-    // First in the queue: about 6.7 s to wait, four times that 26.9 s; 28 s left, so it waits.
+    // First in the queue: about 8.2 s to wait, four times that 32.8 s; 33 s left, so it waits.
     const waits = heldWrite('g', log);
-    const waited = outcomeOf(limiter.run(waits.write, new FakeCall(clock + 28_000)));
-    // Second in the queue: about 13.4 s to wait, four times that 53.8 s, with 52 s left: refused now, not in 52 s.
-    expect(await outcomeOf(limiter.run(heldWrite('h', log).write, new FakeCall(clock + 52_000)))).to.equal('RESOURCE_EXHAUSTED');
+    const waited = outcomeOf(limiter.run(waits.write, new FakeCall(clock + 33_000)));
+    // Second in the queue: about 16.4 s to wait, four times that 65.6 s, with 65 s left: refused now, not in 65 s.
+    expect(await outcomeOf(limiter.run(heldWrite('h', log).write, new FakeCall(clock + 65_000)))).to.equal('RESOURCE_EXHAUSTED');
     expect(limiter.queued).to.equal(1);
     // With time enough for four times the wait, it queues.
     const later = heldWrite('i', log);
@@ -152,48 +152,59 @@ describe('createConcurrencyLimiter', () => {
     expect(await Promise.all([first, waited, patient])).to.deep.equal(['f', 'g', 'i']);
   });
 
-  it('runs fewer at once while operations are slower than half the store timeout, and more again once they are fast, within 1 and maxConcurrent', async () => {
+  it('starts no more at once than the store\'s time per operation fits in half the store timeout, so that a burst is held before the store, not timed out in it', async () => {
     let clock = 0;
-    const limiter = createConcurrencyLimiter({ kind: 'read', maxConcurrent: 4, maxQueued: 10, operationTimeMs: 1000, now: () => clock });
+    const limiter = createConcurrencyLimiter({ kind: 'read', maxConcurrent: 16, maxQueued: 100, operationTimeMs: 1000, now: () => clock });
     const log: string[] = [];
-    /** Runs `count` operations one after another, each taking `ms`. */
-    const runFor = async (count: number, ms: number) => {
-      for (let index = 0; index < count; index += 1) {
-        const held = heldWrite(`t${ms}`, log);
-        const done = limiter.run(held.write);
-        clock += ms;
-        held.finish();
-        await done;
-      }
-    };
-    expect(limiter.limit).to.equal(4);
-    await runFor(3, 600); // 4 × 0.9³ = 2.9
-    expect(limiter.limit).to.equal(2);
+    expect(limiter.limit, 'nothing measured yet: the whole bound').to.equal(16);
+    // One read alone took 100 ms: a store that serves one at a time would take 500 ms for five at once.
+    const alone = heldWrite('alone', log);
+    const done = limiter.run(alone.write);
+    clock += 100;
+    alone.finish();
+    await done;
+    expect(limiter.limit).to.equal(5);
 
-    const a = heldWrite('a', log);
-    const b = heldWrite('b', log);
-    const c = heldWrite('c', log);
-    const outcomes = [a, b, c].map(({ write }) => outcomeOf(limiter.run(write)));
-    expect({ running: limiter.running, queued: limiter.queued }, 'two at once now, not four').to.deep.equal({ running: 2, queued: 1 });
+    // A burst of twelve: five go to the store, seven wait (the old bound sent all twelve at once).
+    const burst = Array.from({ length: 12 }, (_, index) => heldWrite(`b${index}`, log));
+    const outcomes = burst.map(({ write }) => outcomeOf(limiter.run(write)));
+    expect({ running: limiter.running, queued: limiter.queued }).to.deep.equal({ running: 5, queued: 7 });
+
+    // The store serves them one at a time, 100 ms each: one ends every 100 ms, and the next in line
+    // takes its place. Five run all along, and none is more than 500 ms in the store.
+    for (let index = 0; index < 7; index += 1) {
+      clock += 100;
+      burst[index]!.finish();
+      await outcomes[index];
+      expect(limiter.running, `after ${index + 1} ended`).to.equal(5);
+    }
+    // A store that serves them side by side: the five running end together 10 ms later, and so
+    // do four at a time after them; at 2.5 ms of the store's time each, the bound opens up to maxConcurrent.
     clock += 10;
-    a.finish();
-    await outcomes[0];
-    // 2.9 + 1/2.9 = 3.3: the bound grew, and the waiting one runs beside b.
-    expect({ limit: limiter.limit, running: limiter.running, queued: limiter.queued }).to.deep.equal({ limit: 3, running: 2, queued: 0 });
-    b.finish();
-    c.finish();
-    expect(await Promise.all(outcomes)).to.deep.equal(['a', 'b', 'c']);
+    for (let index = 7; index < 12; index += 1) burst[index]!.finish();
+    expect(await Promise.all(outcomes)).to.deep.equal(burst.map((_, index) => `b${index}`));
+    for (let round = 0; round < 20; round += 1) {
+      const together = Array.from({ length: 4 }, (_, index) => heldWrite(`p${index}`, log));
+      const ran = together.map(({ write }) => limiter.run(write));
+      clock += 10;
+      for (const { finish } of together) finish();
+      await Promise.all(ran);
+    }
+    expect(limiter.limit, 'never above maxConcurrent').to.equal(16);
 
-    await runFor(50, 1);
-    expect(limiter.limit, 'never above maxConcurrent').to.equal(4);
-    await runFor(50, 5000);
-    expect(limiter.limit, 'never below one').to.equal(1);
-    const memory = createConcurrencyLimiter({ kind: 'read', maxConcurrent: 4, maxQueued: 10, operationTimeMs: 0, now: () => clock });
+    // However slow the store, one still runs.
     const slow = heldWrite('slow', log);
-    const done = memory.run(slow.write);
+    const ranSlow = limiter.run(slow.write);
     clock += 60_000;
     slow.finish();
-    await done;
+    await ranSlow;
+    expect(limiter.limit, 'never below one').to.equal(1);
+    const memory = createConcurrencyLimiter({ kind: 'read', maxConcurrent: 4, maxQueued: 10, operationTimeMs: 0, now: () => clock });
+    const held = heldWrite('memory', log);
+    const ranHeld = memory.run(held.write);
+    clock += 60_000;
+    held.finish();
+    await ranHeld;
     expect(memory.limit, 'without a store timeout the bound stays').to.equal(4);
   });
 });
