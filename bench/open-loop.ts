@@ -27,6 +27,8 @@ export interface Outcome {
   /** How late the generator sent it after it was due, in ms. */
   readonly lagMs: number;
   readonly retryAfter: string | undefined;
+  /** An error answer's body (4xx, 5xx): its Error `message` tells a shed 503 from another. */
+  readonly body?: string;
   /** Set when no answer came: `timeout` (the client gave up) or the socket error's code. */
   readonly error?: string;
 }
@@ -72,17 +74,31 @@ function send(agent: Agent, base: URL, planned: PlannedRequest, due: number, tim
   const lagMs = sent - due;
   return new Promise((resolve) => {
     let settled = false;
-    const settle = (status: number, retryAfter: string | undefined, error?: string): void => {
+    const settle = (status: number, retryAfter: string | undefined, error?: string, body?: string): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      resolve({ kind: planned.kind, status, latencyMs: performance.now() - sent, lagMs, retryAfter, ...(error === undefined ? {} : { error }) });
+      resolve({
+        kind: planned.kind,
+        status,
+        latencyMs: performance.now() - sent,
+        lagMs,
+        retryAfter,
+        ...(error === undefined ? {} : { error }),
+        ...(body === undefined ? {} : { body }),
+      });
     };
     const request = httpRequest(
       { agent, host: base.hostname, port: base.port, method: planned.method, path: planned.path, headers: planned.headers },
       (response) => {
-        response.resume();
-        response.on('end', () => settle(response.statusCode ?? 0, response.headers['retry-after'] as string | undefined));
+        const status = response.statusCode ?? 0;
+        let body: string | undefined;
+        if (status >= 400) {
+          body = '';
+          response.setEncoding('utf8');
+          response.on('data', (chunk: string) => (body += chunk));
+        } else response.resume();
+        response.on('end', () => settle(status, response.headers['retry-after'] as string | undefined, undefined, body));
         response.on('error', (error: NodeJS.ErrnoException) => settle(0, undefined, error.code ?? 'error'));
       },
     );
