@@ -4,7 +4,6 @@ import {
   type ChannelOptions,
   connectivityState,
   credentials as grpcCredentials,
-  experimental,
   Metadata,
   status as Status,
   type ServiceError,
@@ -20,6 +19,7 @@ import {
 } from './gen/petstore/v1/pet_service';
 import { CertificateFiles, CertificateFilesError, type CertificateFilesOptions, type Certificates } from './certificate-files';
 import { IDEMPOTENCY_KEY_PATTERN } from './contract';
+import { createTlsChannelCredentials } from './tls-channel-credentials';
 import { CALLER_ID_METADATA, IDEMPOTENT_REPLAYED_METADATA, RETRY_PUSHBACK_METADATA } from './metadata';
 
 /** The methods of petstore.v1.PetService, as named on the wire. */
@@ -56,7 +56,9 @@ export interface PetServiceClientOptions {
    * `keyFile` are this caller's client certificate (required where the pet service verifies
    * callers, as the manifests' does). The files are read now (a bad one throws
    * {@link CertificateFilesError}) and again every `reloadIntervalMs`, so rotated certificates are
-   * used for new connections without a restart (docs/security.md). Not with {@link credentials}.
+   * used for new connections without a restart (docs/security.md). The pet service's certificate
+   * must hold the target's host: a name as a DNS SAN (sent as SNI), an IP address as an IP SAN
+   * (no SNI is sent for an address). Not with {@link credentials}.
    */
   readonly tls?: CertificateFilesOptions;
   /** grpc-js channel options, applied over {@link defaultChannelOptions}. */
@@ -237,7 +239,7 @@ export function createPetServiceClient(target: string, options: PetServiceClient
   const credentials =
     certificates === undefined
       ? (options.credentials ?? grpcCredentials.createInsecure())
-      : experimental.createCertificateProviderChannelCredentials(certificates, certificates.current.cert === undefined ? null : certificates);
+      : createTlsChannelCredentials(certificates);
   const client = new PetServiceClient(target, credentials, {
     ...defaultChannelOptions(options.keepalive),
     ...options.channelOptions,

@@ -1,5 +1,6 @@
 import { generateKeyPairSync, X509Certificate } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import forge from 'node-forge';
@@ -18,7 +19,7 @@ export interface Issued {
 /** A certificate authority made for a test, which issues server and client certificates. */
 export interface TestCa extends Issued {
   /**
-   * A certificate for `commonName`, for a server (`localhost` and 127.0.0.1 as names) or a client.
+   * A certificate for `commonName`, for a server (by default `localhost` and 127.0.0.1 as names) or a client.
    * `validDays` may be negative with `from` in the past for one that has expired.
    */
   issue(commonName: string, options?: IssueOptions): Issued;
@@ -32,6 +33,11 @@ export interface IssueOptions {
   readonly validDays?: number;
   /** A URI SAN, such as a SPIFFE id. */
   readonly uri?: string;
+  /**
+   * A server's DNS names and IP addresses, each an IP SAN if it is an address (IPv4 or IPv6), else
+   * a DNS SAN. Default `localhost` and 127.0.0.1.
+   */
+  readonly names?: readonly string[];
 }
 
 let serial = 1;
@@ -78,10 +84,7 @@ export function createTestCa(name = 'petstore test CA', validDays = 1): TestCa {
       leaf.setIssuer(caCert.subject.attributes);
       const server = (options.use ?? 'server') === 'server';
       const altNames: Array<{ type: number; value?: string; ip?: string }> = server
-        ? [
-            { type: 2, value: 'localhost' },
-            { type: 7, ip: '127.0.0.1' },
-          ]
+        ? (options.names ?? ['localhost', '127.0.0.1']).map((name) => (isIP(name) === 0 ? { type: 2, value: name } : { type: 7, ip: name }))
         : [{ type: 2, value: commonName }];
       if (options.uri !== undefined) altNames.push({ type: 6, value: options.uri });
       leaf.setExtensions([
