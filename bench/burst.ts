@@ -4,7 +4,7 @@
  * reads the pet services let through to the store outlived the store timeout (503 "pet service
  * unavailable") instead of being held or shed (503 "over capacity").
  *
- * Two pet services (their builds, the image's defaults: `MONGODB_TIMEOUT_MS` 1000, reads 16 at
+ * `BENCH_BURST_REPLICAS` (3, as the production overlay) pet services (their builds, the image's defaults: `MONGODB_TIMEOUT_MS` 1000, reads 16 at
  * once and 16 queued) on one private FerretDB with its SQLite handler (or `MONGODB_URI`) holding
  * `BENCH_BURST_PETS` pets; each is first read one call at a time for a second (as the suite's
  * steady load and earlier tests read it), then sent `BENCH_BURST_SIZE` (90) ListPets of 1 at once
@@ -31,6 +31,8 @@ const BURST_SIZE = Number(process.env.BENCH_BURST_SIZE ?? 90);
 const BURSTS = Number(process.env.BENCH_BURSTS ?? 5);
 const PETS = Number(process.env.BENCH_BURST_PETS ?? 2000);
 const BUSY = Number(process.env.BENCH_BUSY ?? 0);
+/** Pet services per build: production's overlay runs three on one store. */
+const REPLICAS = Number(process.env.BENCH_BURST_REPLICAS ?? 3);
 const BASELINE = process.env.BENCH_BASELINE;
 /** The gateway's deadline (PET_SERVICE_TIMEOUT_MS's default). */
 const DEADLINE_MS = 2000;
@@ -96,13 +98,13 @@ async function main(): Promise<void> {
         await pets.insertMany(Array.from({ length: count }, (_, index) => ({ _id: BigInt(from + index), name: `pet-${from + index}`, categoryId: 1n, status: STATUSES[(from + index) % 3]! })));
       }
       const env = { LOG_LEVEL: 'info', MONGODB_URI: mongo.uri, MONGODB_DB: database };
-      const services = await Promise.all([1, 2].map(() => startService('pet-service', env, { script, nodeFlags: PET_SERVICE_NODE_FLAGS })));
+      const services = await Promise.all(Array.from({ length: REPLICAS }, () => startService('pet-service', env, { script, nodeFlags: PET_SERVICE_NODE_FLAGS })));
       for (const service of services) stopCollectingLogs(service);
       const client = createPetClient({ target: `ipv4:${services.map(({ port }) => `127.0.0.1:${port}`).join(',')}`, timeoutMs: DEADLINE_MS });
       sides.push({ label, services, client, outcomes: new Map(), servedMs: [], perBurst: [] });
     }
     for (let index = 0; index < BUSY; index += 1) busy.push(spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }));
-    console.log(`${BURSTS} bursts of ${BURST_SIZE} ListPets (page of 1) per build, taking turns; two pet services each on ${mongo.kind === 'ferretdb' ? 'FerretDB (SQLite handler)' : 'MONGODB_URI'}, ${PETS} pets`);
+    console.log(`${BURSTS} bursts of ${BURST_SIZE} ListPets (page of 1) per build, taking turns; ${REPLICAS} pet services each on ${mongo.kind === 'ferretdb' ? 'FerretDB (SQLite handler)' : 'MONGODB_URI'}, ${PETS} pets`);
     for (let round = 0; round < BURSTS; round += 1) for (const side of sides) await burst(side);
     for (const side of sides) {
       const served = side.servedMs;

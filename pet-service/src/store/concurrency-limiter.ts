@@ -10,7 +10,7 @@ export interface ConcurrencyLimits {
   /**
    * How long an operation may take once it runs (the store's timeout): a waiting operation gives
    * up while its caller's deadline still leaves this much time, and no more run at once than are
-   * expected to end within half of it. 0: no deadline is kept and the bound never shrinks (the
+   * expected to end within a quarter of it. 0: no deadline is kept and the bound never shrinks (the
    * in-process store).
    */
   readonly operationTimeMs: number;
@@ -51,8 +51,12 @@ export interface ConcurrencyLimiter {
 const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Weight of the latest operation in the running average of the store's time per operation. */
 const AVERAGE_WEIGHT = 0.2;
-/** The share of `operationTimeMs` an operation may be expected to take: the rest is margin. */
-const EXPECTED_SHARE = 0.5;
+/**
+ * The share of `operationTimeMs` an operation may be expected to take. The rest is margin: for
+ * the other replicas sending the same store their own operations, each counting on the store's
+ * time as it measured it alone, and for an estimate that follows the store a few operations late.
+ */
+const EXPECTED_SHARE = 0.25;
 /**
  * How much longer than the estimate a wait may turn out: the estimate is an average, the bound
  * moves, and a wait that outlasts its caller's patience ends in a slow refusal.
@@ -75,7 +79,7 @@ const WAIT_MARGIN = 4;
  * one query at a time, as FerretDB's SQLite handler does, shows its whole time per query however
  * many it is sent; one that serves them side by side, as MongoDB on an index does, shows that
  * time shared among them. One more starts only while that time, times the operations then
- * running with it, fits in half the store timeout (at most `maxConcurrent`, at least one): a
+ * running with it, fits in a quarter of the store timeout (at most `maxConcurrent`, at least one): a
  * burst is held in the queue, or refused, before it reaches the store, rather than started all
  * at once to time out there together. A wait in the queue takes the same time per operation for
  * every place ahead of it.

@@ -152,12 +152,12 @@ describe('createConcurrencyLimiter', () => {
     expect(await Promise.all([first, waited, patient])).to.deep.equal(['f', 'g', 'i']);
   });
 
-  it('starts no more at once than the store\'s time per operation fits in half the store timeout, so that a burst is held before the store, not timed out in it', async () => {
+  it('starts no more at once than the store\'s time per operation fits in a quarter of the store timeout, so that a burst is held before the store, not timed out in it', async () => {
     let clock = 0;
-    const limiter = createConcurrencyLimiter({ kind: 'read', maxConcurrent: 16, maxQueued: 100, operationTimeMs: 1000, now: () => clock });
+    const limiter = createConcurrencyLimiter({ kind: 'read', maxConcurrent: 16, maxQueued: 100, operationTimeMs: 2000, now: () => clock });
     const log: string[] = [];
     expect(limiter.limit, 'nothing measured yet: the whole bound').to.equal(16);
-    // One read alone took 100 ms: a store that serves one at a time would take 500 ms for five at once.
+    // One read alone took 100 ms: a store that serves one at a time would take 500 ms, a quarter of the timeout, for five at once.
     const alone = heldWrite('alone', log);
     const done = limiter.run(alone.write);
     clock += 100;
