@@ -108,6 +108,61 @@ describe('SIGTERM to a documented start command reaches the servers behind it', 
 });
 
 /**
+ * Issue 40: Ctrl-C in the terminal of `npm run start:gateway` or `start:pet-service` sends SIGINT to
+ * the whole process group, so node gets it twice, from the group and forwarded by npm; the second
+ * one used to end it at once, with no drain and no "stopped" line. Sent here as a terminal sends it.
+ */
+describe('Ctrl-C on a documented start command drains the service behind it', function () {
+  this.timeout(60_000);
+  let started: Started | undefined;
+  const ctrlC = { name: 'SIGINT', send: (it: Started) => process.kill(-it.child.pid!, 'SIGINT') } as const;
+
+  afterEach(() => {
+    // Only reached when a test failed: nothing of the group may outlive it.
+    if (started === undefined) return;
+    try {
+      process.kill(-started.child.pid!, 'SIGKILL');
+    } catch {
+      // The group is gone already.
+    }
+  });
+
+  /** Every line of `service` that says it is shutting down, stopped, or was told again. */
+  const shutdownLines = (service: string) =>
+    started!.lines
+      .filter((line) => line.includes(`"service":"${service}"`) && /"msg":"(shutting down|already shutting down|stopped)"/.test(line))
+      .map((line) => /"msg":"([^"]+)"/.exec(line)![1]);
+
+  it('npm run start:gateway: the in-flight request is answered, "shutting down" and "stopped" are logged, exit 0, ports closed', async () => {
+    const p = await ports('gateway', 'gatewayAdmin', 'nobody');
+    started = run('npm', ['run', 'start:gateway'], { PORT: String(p.gateway), ADMIN_PORT: String(p.gatewayAdmin), PET_SERVICE_ADDR: `127.0.0.1:${p.nobody}` }, { detached: true });
+    await started.waitForLine('gateway listening');
+    const request = await holdHttpRequest(p.gateway!);
+    const exited = once(started.child, 'exit');
+    ctrlC.send(started);
+    await started.waitForLine('"signal":"SIGINT"');
+    expect(await request.finish()).to.match(/^HTTP\/1\.1 503 Service Unavailable\r\n/);
+    expect(await exited).to.deep.equal([0, null]);
+    const lines = shutdownLines('gateway');
+    expect(lines[0]).to.equal('shutting down');
+    expect(lines.at(-1)).to.equal('stopped');
+    expect(lines.filter((line) => line === 'shutting down')).to.have.length(1);
+    await expectClosed(p.gateway!, p.gatewayAdmin!);
+  });
+
+  it('npm run start:pet-service: the in-flight call finishes OK, "shutting down" and "stopped" are logged, exit 0, ports closed', async () => {
+    const p = await ports('pet', 'petAdmin');
+    started = run('npm', ['run', 'start:pet-service'], { PET_SERVICE_PORT: String(p.pet), ADMIN_PORT: String(p.petAdmin) }, { detached: true });
+    await started.waitForLine('pet service listening');
+    expect(await signalWithCallInFlight(started, p.pet!, ctrlC)).to.deep.equal({ call: 'OK', exit: [0, null] });
+    const lines = shutdownLines('pet-service');
+    expect(lines[0]).to.equal('shutting down');
+    expect(lines.at(-1)).to.equal('stopped');
+    await expectClosed(p.pet!, p.petAdmin!);
+  });
+});
+
+/**
  * Issue 33: closing the terminal (SIGHUP to npm start's process group) left both services running,
  * each in a process group of its own, holding ports 8080 and 50051, and the next `npm start`
  * failed with grpc-js's EADDRINUSE. However npm start's processes die, no service outlives them.

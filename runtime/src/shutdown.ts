@@ -34,7 +34,7 @@ export interface ParentChannel {
 
 /**
  * On the first SIGTERM or SIGINT, or the end of the `parent` channel: `begin`, then after
- * `delayMs`, `drain`. Exits with the code `drain` resolves to;
+ * `delayMs`, `drain`; a later one is logged and changes nothing. Exits with the code `drain` resolves to;
  * with 1 if it fails, or if it is still running after `timeoutMs` (after calling `abandon`), since
  * the orchestrator's grace period assumes a bound and SIGKILL follows it. Log lines are flushed
  * before every exit.
@@ -44,7 +44,10 @@ export function shutdownOnSignal(options: ShutdownOptions): void {
   const delayMs = options.delayMs ?? 0;
   let started = false;
   const stop = (cause: { signal: string } | { parent: 'exited' }): void => {
-    if (started) return;
+    if (started) {
+      logger.info(cause, 'already shutting down');
+      return;
+    }
     started = true;
     options.begin?.();
     logger.info({ ...cause, delayMs }, 'shutting down');
@@ -64,7 +67,11 @@ export function shutdownOnSignal(options: ShutdownOptions): void {
       },
     );
   };
-  process.once('SIGTERM', () => stop({ signal: 'SIGTERM' }));
-  process.once('SIGINT', () => stop({ signal: 'SIGINT' }));
+  // Listened to for as long as the process lives: Ctrl-C in a terminal reaches a process that npm
+  // started twice, from the terminal's process group and forwarded by npm, and a signal nobody
+  // listens to any more ends the process at once, skipping the drain. The shutdown is bounded by
+  // `timeoutMs`; SIGKILL is the way to end it sooner.
+  process.on('SIGTERM', () => stop({ signal: 'SIGTERM' }));
+  process.on('SIGINT', () => stop({ signal: 'SIGINT' }));
   options.parent?.once('disconnect', () => stop({ parent: 'exited' }));
 }

@@ -86,9 +86,13 @@ export interface Drained {
 
 /**
  * Holds a ListPets call in flight on the pet service behind `started` (listening on `port`), sends
- * SIGTERM to the started process, then lets the call finish.
+ * the signal (`signal`: by default SIGTERM to the started process), then lets the call finish.
  */
-export async function signalWithCallInFlight(started: Started, port: number): Promise<Drained> {
+export async function signalWithCallInFlight(
+  started: Started,
+  port: number,
+  signal: { readonly name: NodeJS.Signals; send(started: Started): void } = { name: 'SIGTERM', send: (it) => it.child.kill('SIGTERM') },
+): Promise<Drained> {
   const session = connectHttp2(`http://127.0.0.1:${port}`);
   session.on('error', () => undefined);
   try {
@@ -96,8 +100,8 @@ export async function signalWithCallInFlight(started: Started, port: number): Pr
     const call = holdCall(session);
     await roundTrip(session);
     const exited = once(started.child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
-    started.child.kill('SIGTERM');
-    await started.waitForLine('"signal":"SIGTERM"');
+    signal.send(started);
+    await started.waitForLine(`"signal":"${signal.name}"`);
     return { call: await call.send(), exit: await exited };
   } finally {
     session.destroy();
