@@ -13,6 +13,7 @@ import {
 import type { Logger } from 'pino';
 import { startAdminServer } from './observability/admin-server';
 import { parseConfig, type PetServiceConfig, SECRET_VARIABLES } from './config';
+import { installGrpcLibraryLog } from './grpc/grpc-library-log';
 import { openServerCertificates } from './grpc/tls-settings';
 import { MemoryPetRepository } from './store/memory-pet-repository';
 import { createMetrics } from './observability/metrics';
@@ -121,5 +122,6 @@ async function main(config: PetServiceConfig, logger: Logger): Promise<void> {
 const config = readConfig();
 const logger = createLogger({ service: 'pet-service', level: config.logLevel, pretty: config.logPretty });
 logStrayOutput({ console, process }, logger);
+installGrpcLibraryLog();
 installCrashHandlers(logger);
 main(config, logger).catch((error: unknown) => exitAfterStartupFailure(logger, error, 'pet service failed to start'));
