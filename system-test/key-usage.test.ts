@@ -210,7 +210,7 @@ sharedStoreSuite('a three-master Redis Cluster', async (context) => {
   };
 });
 
-describe('npm run keys -- usage without a shared store', () => {
+describe('npm run keys -- usage and unban without a shared store', () => {
   it('says the counters are per replica and points to the admin endpoint', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'key-usage-'));
     try {
@@ -220,6 +220,21 @@ describe('npm run keys -- usage without a shared store', () => {
       expect(run.status).to.equal(1);
       expect(run.stderr).to.match(/each gateway counts its own requests/);
       expect(run.stderr).to.match(/GET \/admin\/usage/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('unban: says why, prefixed "keys unban:" as every command\'s errors are, and points to the admin endpoint', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'key-usage-'));
+    try {
+      const file = join(dir, 'keys.yaml');
+      writeFileSync(file, 'keys: []\n');
+      const run = await runKeysCli(['unban', '--id', 'someone'], { API_KEYS_FILE: file, REDIS_URL: '', REDIS_CLUSTER_NODES: '', REDIS_SENTINELS: '' }, 'direct');
+      expect(run.status).to.equal(1);
+      expect(run.stderr.trim()).to.equal(
+        'keys unban: REDIS_URL is not set (nor REDIS_CLUSTER_NODES, REDIS_SENTINELS); with in-memory counters use DELETE /admin/bans/<keyId> on the admin port',
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

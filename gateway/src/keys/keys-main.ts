@@ -43,21 +43,13 @@ async function withSharedLimiter<T>(
   }
 }
 
+/** Lifts a key's ban in the shared store; what fails is thrown, for the CLI to report as its others. */
 async function unban(config: GatewayConfig, keyId: string): Promise<number> {
   const { redis } = config;
-  if (redis === undefined) {
-    console.error(`${NO_REDIS}; with in-memory counters use DELETE /admin/bans/<keyId> on the admin port`);
-    return 1;
-  }
-  try {
-    const lifted = await withSharedLimiter({ ...config, redis }, (limiter) => limiter.unban(keySubject(keyId)));
-    console.log(lifted ? `ban lifted for key ${keyId}` : `no ban in force for key ${keyId}`);
-    return 0;
-  } catch (error) {
-    if (!(error instanceof SharedStoreError)) throw error;
-    console.error(error.message);
-    return 1;
-  }
+  if (redis === undefined) throw new Error(`${NO_REDIS}; with in-memory counters use DELETE /admin/bans/<keyId> on the admin port`);
+  const lifted = await withSharedLimiter({ ...config, redis }, (limiter) => limiter.unban(keySubject(keyId)));
+  console.log(lifted ? `ban lifted for key ${keyId}` : `no ban in force for key ${keyId}`);
+  return 0;
 }
 
 async function readUsage(config: GatewayConfig, keys: readonly ApiKey[]): Promise<UsageReport> {
