@@ -64,6 +64,11 @@ const LIST_METHODS = methodNotAllowed('GET, HEAD, POST');
 const PET_METHODS = methodNotAllowed('GET, HEAD');
 const UNDECODABLE_PET_ID = ApiError.invalid('petId', 'malformed percent-encoding');
 const NOT_A_PET_ID = ApiError.invalid('petId', 'must be a positive int64');
+/** A decimal integer written with a leading zero (`05`): refused as such, not as "not an integer". */
+const LEADING_ZERO = /^0[0-9]+$/;
+const leadingZero = (name: string): ApiError => ApiError.invalid(name, 'must be written without a leading zero');
+const LIMIT_LEADING_ZERO = leadingZero('limit');
+const PET_ID_LEADING_ZERO = leadingZero('petId');
 const NOT_AN_OBJECT = ApiError.invalid('body', 'must be a JSON object');
 const BAD_IDEMPOTENCY_KEY = ApiError.invalid('Idempotency-Key', IDEMPOTENCY_KEY_PROBLEM);
 const TWO_IDEMPOTENCY_KEYS = ApiError.invalid('Idempotency-Key', ONE_VALUE_PROBLEM);
@@ -121,7 +126,7 @@ export function createPetsRoutes({ petClient, now, onInternalError, onShed, trac
 
   const getPet = async (response: ServerResponse, context: RequestContext, petId: string): Promise<void> => {
     markDeprecated(response, now());
-    if (!isPositiveInt64(petId)) throw NOT_A_PET_ID;
+    if (!isPositiveInt64(petId)) throw LEADING_ZERO.test(petId) ? PET_ID_LEADING_ZERO : NOT_A_PET_ID;
     const { pet } = await tracedCall(tracer, context.span, 'GetPet', { requestId: context.requestId }, (metadata) =>
       petClient.getPet({ id: petId }, metadata, cancellable(context)),
     );
@@ -177,7 +182,8 @@ function readListQuery(query: Record<string, string | string[] | undefined>): Li
     const value = query[name];
     if (value === undefined) continue;
     if (typeof value !== 'string') throw ApiError.invalid(name, 'must be given once');
-    // Plain decimal, as for petId: `05` stays text, which the schema refuses as not an integer.
+    // Plain decimal, as for petId: `05` is refused for its leading zero, other text by the schema.
+    if (name === 'limit' && LEADING_ZERO.test(value)) throw LIMIT_LEADING_ZERO;
     input[name] = name === 'limit' && /^(?:0|-?[1-9][0-9]*)$/.test(value) ? Number(value) : value;
   }
   if (!validateListQuery(input)) throw new ApiError(400, 'invalid_request', describeFirstError(validateListQuery.errors, 'query'));
