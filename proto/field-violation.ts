@@ -4,9 +4,10 @@ import { Status as RpcStatus } from './gen/google/rpc/status';
 import { STATUS_DETAILS_METADATA } from './metadata';
 
 /**
- * The one field of a request that an error is about, as the pet service names it: a proto field
- * name (`category_id`) or a metadata key (`idempotency-key`), and what is wrong with it. It
- * travels as a google.rpc.BadRequest, so callers never parse it out of the status message.
+ * A field of a request that an error is about, as the pet service names it: a proto field name
+ * (`category_id`) or a metadata key (`idempotency-key`), and what is wrong with it. Every invalid
+ * field of a request travels in one google.rpc.BadRequest, one violation each (AIP-193), so
+ * callers never parse them out of the status message.
  */
 export interface FieldViolation {
   readonly field: string;
@@ -16,12 +17,13 @@ export interface FieldViolation {
 const BAD_REQUEST_TYPE_URL = `type.googleapis.com/${RPC_PACKAGE}.BadRequest`;
 
 /**
- * Trailing metadata carrying `violation` as gRPC's rich error model does: a google.rpc.Status
- * (same code and message as the status line) holding one google.rpc.BadRequest.
+ * Trailing metadata carrying `violations` as gRPC's rich error model does: a google.rpc.Status
+ * (same code and message as the status line) holding one google.rpc.BadRequest with them, in order.
  */
-export function fieldViolationMetadata(code: Status, message: string, violation: FieldViolation): Metadata {
+export function fieldViolationMetadata(code: Status, message: string, violations: FieldViolation | readonly FieldViolation[]): Metadata {
+  const list = Array.isArray(violations) ? violations : [violations as FieldViolation];
   const badRequest = Buffer.from(
-    BadRequest.encode({ fieldViolations: [{ ...violation, reason: '', localizedMessage: undefined }] }).finish(),
+    BadRequest.encode({ fieldViolations: list.map((violation) => ({ ...violation, reason: '', localizedMessage: undefined })) }).finish(),
   );
   const status = RpcStatus.encode({ code, message, details: [{ typeUrl: BAD_REQUEST_TYPE_URL, value: badRequest }] }).finish();
   const metadata = new Metadata();
@@ -30,17 +32,22 @@ export function fieldViolationMetadata(code: Status, message: string, violation:
 }
 
 /**
- * The first field violation in an error's trailing metadata, or undefined when there is none or
+ * The field violations in an error's trailing metadata, in order; empty when there are none or
  * the details cannot be decoded (then the status line is all there is).
  */
-export function fieldViolationOf(metadata: Metadata | undefined): FieldViolation | undefined {
+export function fieldViolationsOf(metadata: Metadata | undefined): FieldViolation[] {
   const bytes = metadata?.get(STATUS_DETAILS_METADATA)[0];
-  if (!Buffer.isBuffer(bytes)) return undefined;
+  if (!Buffer.isBuffer(bytes)) return [];
   try {
     const detail = RpcStatus.decode(bytes).details.find((any) => any.typeUrl === BAD_REQUEST_TYPE_URL);
-    const violation = detail === undefined ? undefined : BadRequest.decode(detail.value).fieldViolations[0];
-    return violation === undefined ? undefined : { field: violation.field, description: violation.description };
+    if (detail === undefined) return [];
+    return BadRequest.decode(detail.value).fieldViolations.map(({ field, description }) => ({ field, description }));
   } catch {
-    return undefined;
+    return [];
   }
+}
+
+/** The first of {@link fieldViolationsOf}, or undefined. */
+export function fieldViolationOf(metadata: Metadata | undefined): FieldViolation | undefined {
+  return fieldViolationsOf(metadata)[0];
 }

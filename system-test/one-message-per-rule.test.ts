@@ -1,6 +1,6 @@
 import { gzipSync } from 'node:zlib';
 import { Metadata, type ServiceError } from '@grpc/grpc-js';
-import { callMetadata, createPetServiceClient, IDEMPOTENCY_KEY_METADATA, type PromisePetServiceClient } from '@petstore/proto';
+import { callMetadata, createPetServiceClient, fieldViolationsOf, IDEMPOTENCY_KEY_METADATA, type PromisePetServiceClient } from '@petstore/proto';
 import { expect } from 'chai';
 import { sendRaw } from './support/raw-http';
 import { startTestStack, TEST_KEYS, type TestStack } from './support/test-stack';
@@ -46,6 +46,26 @@ describe('one message per rule, over HTTP and gRPC (issue 27)', () => {
       expect(await http(JSON.stringify({ name, categoryId: 1 }))).to.deep.equal({ status: 400, message: 'name: must be 1 to 100 characters' });
       expect(await grpcCreate(name)).to.equal('name: must be 1 to 100 characters');
     }
+  });
+
+  it('every invalid field at once, in one stable order, over HTTP and gRPC alike (issue 40)', async () => {
+    expect(await http(JSON.stringify({ name: '', categoryId: 0 }))).to.deep.equal({
+      status: 400,
+      message: 'name: must be 1 to 100 characters; categoryId: must be a positive int64',
+    });
+    expect(await http(JSON.stringify({ name: '', categoryId: 0 }), { 'idempotency-key': 'has space' })).to.deep.equal({
+      status: 400,
+      message: 'name: must be 1 to 100 characters; categoryId: must be a positive int64; Idempotency-Key: must be 1 to 255 visible ASCII characters',
+    });
+    const error = await grpc.createPet({ name: '', categoryId: '0', status: 0 }).then(
+      () => expect.fail('created'),
+      (failure: unknown) => failure as ServiceError,
+    );
+    expect(error.details).to.equal('name: must be 1 to 100 characters; category_id: must be a positive int64');
+    expect(fieldViolationsOf(error.metadata).map((violation) => violation.field)).to.deep.equal(['name', 'category_id']);
+    const listed = await fetch(`${stack.baseUrl}/v1/pets?limit=0&status=bogus&cursor=%21`, { headers: { authorization: `Bearer ${TEST_KEYS.enterprise}` } });
+    expect(listed.status).to.equal(400);
+    expect(((await listed.json()) as { message: string }).message).to.match(/^limit: .+; status: .+; cursor: .+$/);
   });
 
   it('two Idempotency-Key values', async () => {

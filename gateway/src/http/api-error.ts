@@ -91,6 +91,11 @@ export class ApiError extends Error {
     return new ApiError(400, 'invalid_request', `${field}: ${problem}`);
   }
 
+  /** A 400 naming every invalid field, each `field: problem`, in the order given, joined by `; `. */
+  static invalidFields(problems: readonly string[]): ApiError {
+    return new ApiError(400, 'invalid_request', problems.join('; '));
+  }
+
   /** The Error body, as JSON text. */
   toJson(): string {
     return JSON.stringify({ code: this.code, message: this.message, status: this.status });

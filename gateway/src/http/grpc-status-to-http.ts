@@ -1,5 +1,5 @@
 import { type Metadata, status as Status } from '@grpc/grpc-js';
-import { fieldViolationOf, IDEMPOTENCY_KEY_METADATA } from '@petstore/proto';
+import { fieldViolationsOf, IDEMPOTENCY_KEY_METADATA } from '@petstore/proto';
 import { ApiError, type ErrorCode } from './api-error';
 
 interface Translation {
@@ -45,8 +45,9 @@ const HTTP_FIELD_NAMES: ReadonlyMap<string, string> = new Map([
 
 /**
  * Translates a gRPC error into the HTTP error a client sees. A message is shown only for codes
- * whose messages are meant for callers: built from the field violation in `metadata` when there
- * is one (`<HTTP field>: <description>`), otherwise `details` as it came.
+ * whose messages are meant for callers: built from the field violations in `metadata` when there
+ * are some (`<HTTP field>: <description>` each, in the pet service's order, joined by `; `),
+ * otherwise `details` as it came.
  */
 export function grpcStatusToHttp(code: Status, details: string, metadata?: Metadata): ApiError {
   if (code === Status.RESOURCE_EXHAUSTED) return PET_SERVICE_OVER_CAPACITY;
@@ -56,7 +57,7 @@ export function grpcStatusToHttp(code: Status, details: string, metadata?: Metad
 
 function clientMessage(translation: Translation, details: string, metadata: Metadata | undefined): string {
   if (!translation.passMessage) return translation.fallback;
-  const violation = fieldViolationOf(metadata);
-  if (violation !== undefined) return `${HTTP_FIELD_NAMES.get(violation.field) ?? violation.field}: ${violation.description}`;
+  const violations = fieldViolationsOf(metadata);
+  if (violations.length > 0) return violations.map(({ field, description }) => `${HTTP_FIELD_NAMES.get(field) ?? field}: ${description}`).join('; ');
   return details === '' ? translation.fallback : details;
 }

@@ -12,10 +12,23 @@ export function compileComponentSchema(name: keyof typeof schemas): ValidateFunc
   return ajv().getSchema(`${SCHEMA_ID}#/components/schemas/${name}`)!;
 }
 
-/** `field: problem` for the first error, naming the field as the client wrote it. */
-export function describeFirstError(errors: readonly ErrorObject[] | null | undefined, root: string): string {
-  const error = errors?.[0];
-  if (error === undefined) return `${root}: is invalid`;
+/**
+ * `field: problem` for every invalid field, naming each as the client wrote it: one problem per
+ * field (the first the schema finds), in the order the schema checks them (its properties' order),
+ * so that a client fixes every field in one round trip (AIP-193) and reads the same message twice.
+ */
+export function describeErrors(errors: readonly ErrorObject[] | null | undefined, root: string): string[] {
+  if (errors === null || errors === undefined || errors.length === 0) return [`${root}: is invalid`];
+  const byField = new Map<string, string>();
+  for (const error of errors) {
+    const described = describeError(error, root);
+    const field = described.slice(0, described.indexOf(': '));
+    if (!byField.has(field)) byField.set(field, described);
+  }
+  return [...byField.values()];
+}
+
+function describeError(error: ErrorObject, root: string): string {
   const path = error.instancePath.split('/').slice(1).join('.');
   if (error.keyword === 'required') return `${join(path, String(error.params.missingProperty))}: is required`;
   if (error.keyword === 'additionalProperties') {
@@ -44,7 +57,8 @@ let shared: Ajv | undefined;
 
 function ajv(): Ajv {
   if (shared !== undefined) return shared;
-  shared = new Ajv({ allErrors: false, strict: true, strictTypes: false, useDefaults: true });
+  // Every error, not the first: a 400 names every invalid field.
+  shared = new Ajv({ allErrors: true, strict: true, strictTypes: false, useDefaults: true });
   shared.addKeyword({
     keyword: 'int64',
     schemaType: 'object',

@@ -12,7 +12,7 @@ import { ApiError } from '../http/api-error';
 import { markDeprecated } from '../http/deprecation';
 import { methodNotAllowed, sendApiError, toApiError, type InternalErrorListener } from '../http/error-handler';
 import { PET_SERVICE_OVER_CAPACITY } from '../http/grpc-status-to-http';
-import { compileComponentSchema, describeFirstError } from '../http/json-schema';
+import { compileComponentSchema, describeErrors } from '../http/json-schema';
 import { readJsonBody } from '../http/json-body';
 import { sendJson } from '../http/send-json';
 import { fieldCount } from '../http/raw-headers';
@@ -103,13 +103,15 @@ export function createPetsRoutes({ petClient, now, onInternalError, onShed, trac
   const createPet = async (request: IncomingMessage, response: ServerResponse, context: RequestContext): Promise<void> => {
     const body = await readJsonBody(request, response);
     if (body === null || typeof body !== 'object' || Array.isArray(body)) throw NOT_AN_OBJECT;
-    if (!validateNewPet(body)) throw new ApiError(400, 'invalid_request', describeFirstError(validateNewPet.errors, 'body'));
-    const pet = body as NewPetBody;
+    // Every invalid field at once: the body's, then the Idempotency-Key header's.
+    const problems = validateNewPet(body) ? [] : describeErrors(validateNewPet.errors, 'body');
     const idempotencyKey = request.headers['idempotency-key'];
     // Node joins repeated fields with ", ", which the pattern would refuse as a bad value.
     if (idempotencyKey !== undefined && !validateIdempotencyKey(idempotencyKey)) {
-      throw fieldCount(request.rawHeaders, 'idempotency-key') > 1 ? TWO_IDEMPOTENCY_KEYS : BAD_IDEMPOTENCY_KEY;
+      problems.push((fieldCount(request.rawHeaders, 'idempotency-key') > 1 ? TWO_IDEMPOTENCY_KEYS : BAD_IDEMPOTENCY_KEY).message);
     }
+    if (problems.length > 0) throw ApiError.invalidFields(problems);
+    const pet = body as NewPetBody;
     // The key is scoped to the caller: the API key's id.
     const values =
       idempotencyKey === undefined
@@ -176,18 +178,24 @@ function decodeParameter(encoded: string): string | undefined {
   }
 }
 
+/** The list's query parameters, or a 400 naming every invalid one, in the parameters' order. */
 function readListQuery(query: Record<string, string | string[] | undefined>): ListQuery {
   const input: Record<string, unknown> = {};
+  const problems = new Map<string, string>();
   for (const name of LIST_PARAMETERS) {
     const value = query[name];
     if (value === undefined) continue;
-    if (typeof value !== 'string') throw ApiError.invalid(name, 'must be given once');
+    if (typeof value !== 'string') problems.set(name, `${name}: must be given once`);
     // Plain decimal, as for petId: `05` is refused for its leading zero, other text by the schema.
-    if (name === 'limit' && LEADING_ZERO.test(value)) throw LIMIT_LEADING_ZERO;
-    input[name] = name === 'limit' && /^(?:0|-?[1-9][0-9]*)$/.test(value) ? Number(value) : value;
+    else if (name === 'limit' && LEADING_ZERO.test(value)) problems.set(name, LIMIT_LEADING_ZERO.message);
+    else input[name] = name === 'limit' && /^(?:0|-?[1-9][0-9]*)$/.test(value) ? Number(value) : value;
   }
-  if (!validateListQuery(input)) throw new ApiError(400, 'invalid_request', describeFirstError(validateListQuery.errors, 'query'));
-  return input as unknown as ListQuery;
+  if (!validateListQuery(input)) {
+    for (const problem of describeErrors(validateListQuery.errors, 'query')) problems.set(problem.slice(0, problem.indexOf(': ')), problem);
+  }
+  if (problems.size === 0) return input as unknown as ListQuery;
+  const inOrder = [...LIST_PARAMETERS, 'query'].flatMap((field) => problems.get(field) ?? []);
+  throw ApiError.invalidFields(inOrder);
 }
 
 function nextLink(query: ListQuery, cursor: string): string {

@@ -5,7 +5,7 @@ import type { PageTokenCodec } from '../pets/page-token';
 import type { PetRecord } from '../pets/pet-record';
 import type { InstrumentedRepository } from '../store/instrumented-repository';
 import type { ConcurrencyLimiter, LimitedCaller } from '../store/concurrency-limiter';
-import { idempotencyClaimOf } from '../pets/idempotency';
+import { idempotencyClaim, idempotencyKeyOf } from '../pets/idempotency';
 import { PetServiceError } from '../pets/pet-service-error';
 import { toWireStatus } from '../pets/pet-status';
 import { validateCreate, validateGet, validateList } from '../pets/pet-validation';
@@ -32,8 +32,12 @@ export function createPetServiceHandlers({
   const unary = createUnaryCall(callDependencies);
   return {
     listPets: unary('ListPets', async (request, call, span) => {
-      const { pageSize, status } = validateList(request);
-      const afterId = request.pageToken === '' ? undefined : pageTokens.decode(request.pageToken, status).afterId;
+      // Every invalid field at once; a token valid in itself is then checked against the filter.
+      const [{ pageSize, status }, issued] = PetServiceError.allValid(
+        () => validateList(request),
+        () => (request.pageToken === '' ? undefined : pageTokens.read(request.pageToken)),
+      );
+      const afterId = issued === undefined ? undefined : pageTokens.resume(issued, status).afterId;
       // One extra record tells whether another page exists without a count query.
       const query = { status, afterId, limit: pageSize + 1 };
       const records = await reads.run(() => repository.list(query, signalOf(call), span), call);
@@ -43,8 +47,12 @@ export function createPetServiceHandlers({
       return { pets: page.map(toWire), nextPageToken };
     }),
     createPet: unary('CreatePet', async (request, call, span) => {
-      const pet = validateCreate(request);
-      const claim = idempotencyClaimOf(call.metadata, pet);
+      // Every invalid field at once: the request's, then its idempotency metadata's.
+      const [pet, key] = PetServiceError.allValid(
+        () => validateCreate(request),
+        () => idempotencyKeyOf(call.metadata),
+      );
+      const claim = key === undefined ? undefined : idempotencyClaim(key, pet);
       const created = await writes.run(() => repository.create(pet, claim, span), call);
       if (created.replayed) call.sendMetadata(replayedMetadata());
       return { pet: toWire(created.pet) };

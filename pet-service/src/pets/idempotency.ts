@@ -28,24 +28,36 @@ function isRepeated(values: readonly unknown[]): boolean {
 }
 
 /**
- * The idempotency claim of a create, or undefined when the caller sent no key. The fingerprint is
- * of the validated pet, so `{"status": "available"}` and an omitted status are the same request.
+ * A create's idempotency key, scoped to its caller, or undefined when the caller sent no key.
+ * @throws PetServiceError INVALID_ARGUMENT naming every invalid entry: the key's, then the caller id's.
  */
-export function idempotencyClaimOf(metadata: Metadata, pet: NewPetRecord): IdempotencyClaim | undefined {
+export function idempotencyKeyOf(metadata: Metadata): string | undefined {
   const key = metadata.get(IDEMPOTENCY_KEY_METADATA);
   if (key.length === 0) return undefined;
-  if (isRepeated(key)) throw PetServiceError.invalidArgument(IDEMPOTENCY_KEY_METADATA, ONE_VALUE_PROBLEM);
-  if (typeof key[0] !== 'string' || !IDEMPOTENCY_KEY_PATTERN.test(key[0])) {
-    throw PetServiceError.invalidArgument(IDEMPOTENCY_KEY_METADATA, IDEMPOTENCY_KEY_PROBLEM);
-  }
-  const caller = metadata.get(CALLER_ID_METADATA);
-  if (isRepeated(caller)) throw PetServiceError.invalidArgument(CALLER_ID_METADATA, ONE_VALUE_PROBLEM);
-  if (caller.length === 1 && (typeof caller[0] !== 'string' || !IDEMPOTENCY_KEY_PATTERN.test(caller[0]))) {
-    throw PetServiceError.invalidArgument(CALLER_ID_METADATA, IDEMPOTENCY_KEY_PROBLEM);
-  }
+  const [, caller] = PetServiceError.allValid(
+    () => validEntry(IDEMPOTENCY_KEY_METADATA, key),
+    () => {
+      const values = metadata.get(CALLER_ID_METADATA);
+      return values.length === 0 ? '' : validEntry(CALLER_ID_METADATA, values);
+    },
+  );
+  // A space cannot occur in either part, so the scoped key is unambiguous.
+  return `${caller} ${key[0] as string}`;
+}
+
+function validEntry(name: string, values: readonly unknown[]): string {
+  if (isRepeated(values)) throw PetServiceError.invalidArgument(name, ONE_VALUE_PROBLEM);
+  if (typeof values[0] !== 'string' || !IDEMPOTENCY_KEY_PATTERN.test(values[0])) throw PetServiceError.invalidArgument(name, IDEMPOTENCY_KEY_PROBLEM);
+  return values[0];
+}
+
+/**
+ * The idempotency claim of a create under its scoped `key`. The fingerprint is of the validated
+ * pet, so `{"status": "available"}` and an omitted status are the same request.
+ */
+export function idempotencyClaim(key: string, pet: NewPetRecord): IdempotencyClaim {
   const fingerprint = createHash('sha256')
     .update(JSON.stringify([pet.name, pet.categoryId.toString(), pet.status]))
     .digest('hex');
-  // A space cannot occur in either part, so the scoped key is unambiguous.
-  return { key: `${(caller[0] as string | undefined) ?? ''} ${key[0]}`, fingerprint };
+  return { key, fingerprint };
 }

@@ -27,6 +27,14 @@ export class PageTokenCodec {
 
   /** @throws PetServiceError INVALID_ARGUMENT for anything this codec did not issue for `status`. */
   decode(token: string, status: StoredStatus | undefined): PageCursor {
+    return this.resume(this.read(token), status);
+  }
+
+  /**
+   * The cursor a token holds, with the filter it was issued for, whatever filter it comes with now.
+   * @throws PetServiceError INVALID_ARGUMENT for anything this codec did not issue.
+   */
+  read(token: string): PageCursor {
     if (!PAGE_TOKEN_PATTERN.test(token)) throw invalid(PAGE_TOKEN_PROBLEM);
     const raw = Buffer.from(token, 'base64url');
     if (raw.length <= MAC_BYTES || raw.toString('base64url') !== token) throw invalid(PAGE_TOKEN_PROBLEM);
@@ -34,8 +42,13 @@ export class PageTokenCodec {
     if (!timingSafeEqual(raw.subarray(raw.length - MAC_BYTES), this.mac(payload))) throw invalid(PAGE_TOKEN_PROBLEM);
     const match = PAYLOAD.exec(payload.toString('latin1'));
     if (match === null) throw invalid(PAGE_TOKEN_PROBLEM);
-    if (match[1] !== (status ?? 'all')) throw invalid('was issued for a different status filter');
-    return { afterId: BigInt(match[2]!), status };
+    return { afterId: BigInt(match[2]!), status: match[1] === 'all' ? undefined : (match[1] as StoredStatus) };
+  }
+
+  /** `cursor` (from {@link read}) for the filter `status`. @throws PetServiceError INVALID_ARGUMENT when issued for another. */
+  resume(cursor: PageCursor, status: StoredStatus | undefined): PageCursor {
+    if (cursor.status !== status) throw invalid('was issued for a different status filter');
+    return cursor;
   }
 
   private mac(payload: Buffer): Buffer {

@@ -9,8 +9,8 @@ export class PetServiceError extends Error {
   constructor(
     readonly code: Status,
     message: string,
-    /** The request field at fault, sent as a google.rpc.BadRequest so no caller parses `message`. */
-    readonly violation?: FieldViolation,
+    /** The request's fields at fault, sent as a google.rpc.BadRequest so no caller parses `message`. */
+    readonly violations: readonly FieldViolation[] = [],
     /** Sent as the call's retry pushback (`grpc-retry-pushback-ms`); -1 tells clients not to retry. */
     readonly retryPushbackMs?: number,
   ) {
@@ -24,7 +24,7 @@ export class PetServiceError extends Error {
    * caller that is told decides, with the time it has left, rather than every layer retrying.
    */
   static withoutRetry(code: Status, message: string): PetServiceError {
-    return new PetServiceError(code, message, undefined, -1);
+    return new PetServiceError(code, message, [], -1);
   }
 
   /** RESOURCE_EXHAUSTED from a bound on the store's operations: the service is full for now. */
@@ -40,6 +40,35 @@ export class PetServiceError extends Error {
     return PetServiceError.ofField(Status.INVALID_ARGUMENT, field, problem);
   }
 
+  /**
+   * Every field of a request that is wrong, in the order given (AIP-193: one violation per
+   * invalid field, so that a caller fixes them all in one round trip). The message joins them,
+   * `field: problem; field: problem`.
+   */
+  static invalidArguments(violations: readonly FieldViolation[]): PetServiceError {
+    const message = violations.map(({ field, description }) => `${field}: ${description}`).join('; ');
+    return new PetServiceError(Status.INVALID_ARGUMENT, message, violations);
+  }
+
+  /**
+   * Runs every check, each of which may throw INVALID_ARGUMENT, and returns their results; when
+   * some threw, throws one INVALID_ARGUMENT with all their violations, in the checks' order.
+   */
+  static allValid<T extends unknown[]>(...checks: { [K in keyof T]: () => T[K] }): T {
+    const violations: FieldViolation[] = [];
+    const results = checks.map((check) => {
+      try {
+        return check();
+      } catch (error) {
+        if (!(error instanceof PetServiceError) || error.code !== Status.INVALID_ARGUMENT || error.violations.length === 0) throw error;
+        violations.push(...error.violations);
+        return undefined;
+      }
+    });
+    if (violations.length > 0) throw PetServiceError.invalidArguments(violations);
+    return results as T;
+  }
+
   /** The refusal every store gives for an idempotency key reused with another request. */
   static idempotencyConflict(): PetServiceError {
     return PetServiceError.ofField(Status.ALREADY_EXISTS, IDEMPOTENCY_KEY_METADATA, 'already used with a different request');
@@ -49,12 +78,12 @@ export class PetServiceError extends Error {
   static toServiceError(error: unknown): Partial<ServiceError> {
     const known = error instanceof PetServiceError ? error : new PetServiceError(Status.INTERNAL, 'internal error');
     const metadata =
-      known.violation === undefined ? new Metadata() : fieldViolationMetadata(known.code, known.message, known.violation);
+      known.violations.length === 0 ? new Metadata() : fieldViolationMetadata(known.code, known.message, known.violations);
     if (known.retryPushbackMs !== undefined) metadata.set(RETRY_PUSHBACK_METADATA, String(known.retryPushbackMs));
     return { code: known.code, details: known.message, message: known.message, metadata };
   }
 
   private static ofField(code: Status, field: string, description: string): PetServiceError {
-    return new PetServiceError(code, `${field}: ${description}`, { field, description });
+    return new PetServiceError(code, `${field}: ${description}`, [{ field, description }]);
   }
 }

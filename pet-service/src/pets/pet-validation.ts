@@ -17,21 +17,25 @@ import { toStoredStatus } from './pet-status';
 
 /**
  * The service's input rules. They live here, not only in the gateway, so that internal gRPC
- * callers get exactly what HTTP clients get. Each failure names the offending field.
+ * callers get exactly what HTTP clients get. A failure names every offending field, one problem
+ * each, in the message's field order.
  */
 
 export function validateCreate(request: CreatePetRequest): NewPetRecord {
+  const [name, categoryId, status] = PetServiceError.allValid(
+    () => validName(request.name),
+    () => positiveInt64('category_id', request.categoryId),
+    () => (request.status === 0 ? ('available' as const) : storedStatus(request.status)),
+  );
+  return { name, categoryId, status };
+}
+
+function validName(name: string): string {
   // Characters are code points, as JSON Schema counts them, not UTF-16 units.
-  const length = [...request.name].length;
-  if (length < NAME_MIN_CHARACTERS || length > NAME_MAX_CHARACTERS) {
-    throw PetServiceError.invalidArgument('name', NAME_LENGTH_PROBLEM);
-  }
-  if (!NAME_PATTERN.test(request.name)) throw PetServiceError.invalidArgument('name', NAME_PATTERN_PROBLEM);
-  return {
-    name: request.name,
-    categoryId: positiveInt64('category_id', request.categoryId),
-    status: request.status === 0 ? 'available' : storedStatus(request.status),
-  };
+  const length = [...name].length;
+  if (length < NAME_MIN_CHARACTERS || length > NAME_MAX_CHARACTERS) throw PetServiceError.invalidArgument('name', NAME_LENGTH_PROBLEM);
+  if (!NAME_PATTERN.test(name)) throw PetServiceError.invalidArgument('name', NAME_PATTERN_PROBLEM);
+  return name;
 }
 
 export function validateGet(request: GetPetRequest): bigint {
@@ -44,13 +48,16 @@ export interface ValidListRequest {
 }
 
 export function validateList(request: ListPetsRequest): ValidListRequest {
-  if (request.pageSize < 0 || request.pageSize > MAX_PAGE_SIZE) {
-    throw PetServiceError.invalidArgument('page_size', `must be 0 (default ${DEFAULT_PAGE_SIZE}) to ${MAX_PAGE_SIZE}`);
-  }
-  return {
-    pageSize: request.pageSize === 0 ? DEFAULT_PAGE_SIZE : request.pageSize,
-    status: request.status === 0 ? undefined : storedStatus(request.status),
-  };
+  const [pageSize, status] = PetServiceError.allValid(
+    () => {
+      if (request.pageSize < 0 || request.pageSize > MAX_PAGE_SIZE) {
+        throw PetServiceError.invalidArgument('page_size', `must be 0 (default ${DEFAULT_PAGE_SIZE}) to ${MAX_PAGE_SIZE}`);
+      }
+      return request.pageSize === 0 ? DEFAULT_PAGE_SIZE : request.pageSize;
+    },
+    () => (request.status === 0 ? undefined : storedStatus(request.status)),
+  );
+  return { pageSize, status };
 }
 
 function storedStatus(status: number): StoredStatus {

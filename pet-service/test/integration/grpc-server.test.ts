@@ -7,6 +7,7 @@ import {
   type CreatePetResponse,
   type GetPetRequest,
   fieldViolationOf,
+  fieldViolationsOf,
   type GetPetResponse,
   IDEMPOTENCY_KEY_METADATA,
   type ListPetsRequest,
@@ -167,6 +168,23 @@ describe('pet service over gRPC (real server on port 0)', () => {
     expect(BadRequest.decode(status.details[0]!.value).fieldViolations).to.deep.equal([
       { field: 'category_id', description: 'must be a positive int64', reason: '', localizedMessage: undefined },
     ]);
+  });
+
+  it('names every invalid field in one BadRequest, one violation each in field order, the metadata\'s after the message\'s (issue 40)', async () => {
+    const error = await expectStatus(
+      createWith(metadataOf([IDEMPOTENCY_KEY_METADATA, 'has space'], [CALLER_ID_METADATA, 'c']), ''),
+      Status.INVALID_ARGUMENT,
+      /^name: /,
+    );
+    const status = RpcStatus.decode(error.metadata.get(STATUS_DETAILS_METADATA)[0] as Buffer);
+    const fields = BadRequest.decode(status.details[0]!.value).fieldViolations.map((violation) => violation.field);
+    expect(fields).to.deep.equal(['name', 'idempotency-key']);
+    expect(fieldViolationsOf(error.metadata).map((violation) => violation.field)).to.deep.equal(fields);
+    const both = await expectStatus(create('', '0'), Status.INVALID_ARGUMENT, /^name: .*; category_id: must be a positive int64$/);
+    expect(fieldViolationsOf(both.metadata).map((violation) => violation.field)).to.deep.equal(['name', 'category_id']);
+    const list3 = await expectStatus(list({ pageSize: 101, pageToken: '!!', status: 7 as PetStatus }), Status.INVALID_ARGUMENT, /^page_size: /);
+    expect(fieldViolationsOf(list3.metadata).map((violation) => violation.field)).to.deep.equal(['page_size', 'status', 'page_token']);
+    expect((await list({ pageSize: 100, pageToken: '', status: 0 })).pets, 'nothing stored').to.deep.equal([]);
   });
 
   it('names idempotency-key in the ALREADY_EXISTS of a key reused with another request', async () => {

@@ -54,6 +54,19 @@ describe('grpcStatusToHttp', () => {
     });
   }
 
+  it('names every field the pet service names, under their HTTP names, in its order, joined by "; "', () => {
+    const violations = [
+      { field: 'name', description: 'must be 1 to 100 characters' },
+      { field: 'category_id', description: 'must be a positive int64' },
+      { field: 'idempotency-key', description: 'must be one value' },
+    ];
+    const metadata = fieldViolationMetadata(Status.INVALID_ARGUMENT, 'not the message', violations);
+    expect(grpcStatusToHttp(Status.INVALID_ARGUMENT, 'not the message', metadata)).to.include({
+      status: 400,
+      message: 'name: must be 1 to 100 characters; categoryId: must be a positive int64; Idempotency-Key: must be one value',
+    });
+  });
+
   it('names the field of a conflict too', () => {
     const metadata = fieldViolationMetadata(Status.ALREADY_EXISTS, 'x', { field: 'idempotency-key', description: 'already used' });
     expect(grpcStatusToHttp(Status.ALREADY_EXISTS, 'x', metadata)).to.include({ status: 409, message: 'Idempotency-Key: already used' });
