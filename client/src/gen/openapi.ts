@@ -8,10 +8,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List pets in ascending id order. */
+        /**
+         * List pets in ascending id order.
+         * @description A page of pets, oldest first, optionally only those with one status. Pages are at most `limit` long; while more exist, `Link: <…>; rel="next"` gives the next page, whose `cursor` is opaque and bound to the `status` filter.
+         */
         get: operations["listPets"];
         put?: never;
-        /** Add a pet. */
+        /**
+         * Add a pet.
+         * @description Creates a pet and answers 201 with it, its int64 `id` and `Location`. `status` defaults to `available`. With an `Idempotency-Key`, a retry of the same body returns the first result instead of creating another pet.
+         */
         post: operations["createPet"];
         delete?: never;
         options?: never;
@@ -126,14 +132,6 @@ export interface components {
         };
         /** @description 1 to 255 visible ASCII characters, chosen by the client (a UUID is typical). */
         IdempotencyKey: string;
-        ListQuery: {
-            /** @default 20 */
-            limit: number;
-            status?: components["schemas"]["PetStatus"];
-            cursor?: string;
-        } & {
-            [key: string]: unknown;
-        };
     };
     responses: never;
     parameters: never;

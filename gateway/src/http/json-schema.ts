@@ -1,6 +1,6 @@
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import { INT64_MAX, NAME_LENGTH_PROBLEM, NAME_PATTERN, NAME_PATTERN_PROBLEM, PAGE_TOKEN_PATTERN, PAGE_TOKEN_PROBLEM } from '@petstore/proto';
-import { schemas } from './openapi/schemas';
+import { LIST_QUERY, schemas } from './openapi/schemas';
 
 /**
  * Compiles the OpenAPI component schemas with ajv. JSON bodies are parsed losslessly (see
@@ -8,7 +8,7 @@ import { schemas } from './openapi/schemas';
  * does not accept; each `format: int64` node is therefore compiled as the `int64` keyword, which
  * checks number and bigint alike against exact bounds.
  */
-export function compileComponentSchema(name: keyof typeof schemas): ValidateFunction {
+export function compileComponentSchema(name: keyof typeof VALIDATED): ValidateFunction {
   return ajv().getSchema(`${SCHEMA_ID}#/components/schemas/${name}`)!;
 }
 
@@ -52,6 +52,8 @@ const PATTERN_PROBLEMS: Readonly<Record<string, string>> = {
   [PAGE_TOKEN_PATTERN.source]: PAGE_TOKEN_PROBLEM,
 };
 
+/** The document's component schemas, and the list query's, which the document gives as parameters. */
+const VALIDATED = { ...schemas, ListQuery: LIST_QUERY };
 const SCHEMA_ID = 'petstore-openapi';
 let shared: Ajv | undefined;
 
@@ -69,7 +71,7 @@ function ajv(): Ajv {
     },
   });
   shared.addKeyword('components');
-  shared.addSchema({ $id: SCHEMA_ID, components: { schemas: toAjvSchema(schemas) } });
+  shared.addSchema({ $id: SCHEMA_ID, components: { schemas: toAjvSchema(VALIDATED) } });
   return shared;
 }
 

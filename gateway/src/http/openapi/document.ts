@@ -6,15 +6,15 @@
 import { SUNSET_HTTP_DATE } from '../deprecation';
 import { apiDescription } from './introduction';
 import { commonErrors, deprecatedResponses, error, withRateLimitHeaders } from './responses';
-import { int64, schemas } from './schemas';
+import { int64, LIST_QUERY, schemas } from './schemas';
 
 const jsonBody = (ref: string) => ({ content: { 'application/json': { schema: { $ref: `#/components/schemas/${ref}` } } } });
-const queryParameter = (name: keyof typeof schemas.ListQuery.properties, description: string) => ({
+const queryParameter = (name: keyof typeof LIST_QUERY.properties, description: string) => ({
   name,
   in: 'query',
   required: false,
   description,
-  schema: schemas.ListQuery.properties[name],
+  schema: LIST_QUERY.properties[name],
 });
 
 export const openApiDocument = {
@@ -23,6 +23,9 @@ export const openApiDocument = {
     title: 'Pet store',
     version: '1.0.0',
     description: apiDescription(),
+    contact: { name: 'Pet store platform team', url: 'https://petstore.example.com/support', email: 'platform@petstore.example.com' },
+    // The service is not open source: its terms are the provider's, not a published licence.
+    license: { name: 'Proprietary', url: 'https://petstore.example.com/terms' },
   },
   tags: [{ name: 'pets', description: 'The pets in the store.' }],
   servers: [{ url: '/v1' }],
@@ -33,6 +36,9 @@ export const openApiDocument = {
         operationId: 'listPets',
         tags: ['pets'],
         summary: 'List pets in ascending id order.',
+        description:
+          'A page of pets, oldest first, optionally only those with one status. Pages are at most `limit` long; ' +
+          'while more exist, `Link: <…>; rel="next"` gives the next page, whose `cursor` is opaque and bound to the `status` filter.',
         parameters: [
           queryParameter('limit', 'Page size, 1 to 100.'),
           queryParameter('status', 'Only pets with this status.'),
@@ -60,6 +66,9 @@ export const openApiDocument = {
         operationId: 'createPet',
         tags: ['pets'],
         summary: 'Add a pet.',
+        description:
+          'Creates a pet and answers 201 with it, its int64 `id` and `Location`. `status` defaults to `available`. ' +
+          'With an `Idempotency-Key`, a retry of the same body returns the first result instead of creating another pet.',
         parameters: [
           {
             name: 'Idempotency-Key',

@@ -101,13 +101,19 @@ export const schemas = {
     pattern: IDEMPOTENCY_KEY_PATTERN.source,
     description: '1 to 255 visible ASCII characters, chosen by the client (a UUID is typical).',
   },
-  ListQuery: {
-    type: 'object',
-    additionalProperties: true,
-    properties: {
-      limit: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE },
-      status: { $ref: '#/components/schemas/PetStatus' },
-      cursor: { type: 'string', pattern: PAGE_TOKEN_PATTERN.source },
-    },
+} as const;
+
+/**
+ * listPets' query parameters as one object, the schema the gateway validates a query with. Not a
+ * component of the document: the operation lists the parameters one by one, each with its schema
+ * from here, so the document and the validator share them.
+ */
+export const LIST_QUERY = {
+  type: 'object',
+  additionalProperties: true,
+  properties: {
+    limit: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE },
+    status: { $ref: '#/components/schemas/PetStatus' },
+    cursor: { type: 'string', pattern: PAGE_TOKEN_PATTERN.source },
   },
 } as const;
