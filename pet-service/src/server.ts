@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
@@ -11,6 +12,7 @@ import { createMetrics, type PetServiceMetrics } from './observability/metrics';
 import { PageTokenCodec } from './pets/page-token';
 import type { PetRepository } from './store/pet-repository';
 import { withProtocMapEntryNames } from './grpc/map-entry-names';
+import { withImportsDeclared } from './grpc/reflected-imports';
 import { DEFAULT_MAX_CONNECTION_AGE_MS, DEFAULT_SLOW_CALL_MS } from './config';
 import { servedPetServiceDefinition } from './grpc/pet-service-definition';
 import { createPetServiceHandlers } from './grpc/pet-service-handlers';
@@ -92,6 +94,9 @@ export interface RunningServer {
 /** How long calls on a connection asked to go away (its maximum age, a drain) get to finish. */
 const CONNECTION_GRACE_MS = 30_000;
 
+/** googleapis' error details, vendored in @petstore/proto, relative to its root. */
+const ERROR_DETAILS_PROTO = join('google', 'rpc', 'error_details.proto');
+
 /** Health reports the whole server ('') and the pet service by name. */
 const HEALTH_SERVICES = ['', PET_SERVICE_NAME];
 
@@ -142,9 +147,10 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
 
   // keepCase: reflection serves the .proto's own field names (`category_id`, as the service's
   // errors say), not proto-loader's camelCase, so `grpcurl -d '{"category_id": 1}'` works. The
-  // health proto is loaded too, so that reflection lists and describes grpc.health.v1.Health.
-  const definition = loadSync([PET_SERVICE_PROTO, HEALTH_PROTO], { includeDirs: [PROTO_ROOT], keepCase: true });
-  new ReflectionService(withProtocMapEntryNames(definition)).addToServer(server);
+  // health proto is loaded too, so that reflection lists and describes grpc.health.v1.Health, and
+  // google.rpc's error details, so that grpcurl decodes the BadRequest of a field error.
+  const definition = loadSync([PET_SERVICE_PROTO, HEALTH_PROTO, ERROR_DETAILS_PROTO], { includeDirs: [PROTO_ROOT], keepCase: true });
+  new ReflectionService(withImportsDeclared(withProtocMapEntryNames(definition))).addToServer(server);
 
   const tlsListener =
     options.tls === undefined

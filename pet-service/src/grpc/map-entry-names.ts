@@ -27,23 +27,35 @@ export function mapEntryName(field: string): string {
  * the reflected file descriptors change; nothing uses them to encode or decode.
  */
 export function withProtocMapEntryNames(definition: PackageDefinition): PackageDefinition {
-  const fixed = new Map<string, Buffer>();
-  const fix = (bytes: Buffer): Buffer => {
-    const key = bytes.toString('base64');
-    let result = fixed.get(key);
-    if (result === undefined) {
-      const file = FileDescriptorProto.decode(bytes);
-      for (const message of (file as IFileDescriptorProto).messageType ?? []) renameMapEntries(message);
-      result = Buffer.from(FileDescriptorProto.encode(file).finish());
-      fixed.set(key, result);
+  return mapFileDescriptors(definition, (file) => {
+    for (const message of file.messageType ?? []) renameMapEntries(message);
+  });
+}
+
+/**
+ * The definition with `fix` applied to every file descriptor it holds, each once (proto-loader
+ * repeats the same files under every name it defines). `fix` sees every file and changes its own.
+ */
+export function mapFileDescriptors(definition: PackageDefinition, fix: (file: IFileDescriptorProto, all: readonly IFileDescriptorProto[]) => void): PackageDefinition {
+  const decoded = new Map<string, IFileDescriptorProto>();
+  for (const value of Object.values(definition)) {
+    if (!('fileDescriptorProtos' in value) || !Array.isArray(value.fileDescriptorProtos)) continue;
+    for (const bytes of value.fileDescriptorProtos as Buffer[]) {
+      const key = bytes.toString('base64');
+      if (!decoded.has(key)) decoded.set(key, FileDescriptorProto.decode(bytes) as IFileDescriptorProto);
     }
-    return result;
-  };
+  }
+  const all = [...decoded.values()];
+  const fixed = new Map<string, Buffer>();
+  for (const [key, file] of decoded) {
+    fix(file, all);
+    fixed.set(key, Buffer.from(FileDescriptorProto.encode(file as Parameters<typeof FileDescriptorProto.encode>[0]).finish()));
+  }
   return Object.fromEntries(
     Object.entries(definition).map(([name, value]) => [
       name,
       'fileDescriptorProtos' in value && Array.isArray(value.fileDescriptorProtos)
-        ? { ...value, fileDescriptorProtos: value.fileDescriptorProtos.map(fix) }
+        ? { ...value, fileDescriptorProtos: (value.fileDescriptorProtos as Buffer[]).map((bytes) => fixed.get(bytes.toString('base64'))!) }
         : value,
     ]),
   ) as PackageDefinition;

@@ -124,6 +124,21 @@ describe('pet service server reflection (grpc.reflection.v1, real server on port
     expect(checked, 'map fields checked').to.include.members(['grpc.health.v1.HealthListResponse.statuses']);
   });
 
+  it('resolves google.rpc.BadRequest, with every file it imports, so that grpcurl prints field violations (issue 40)', async () => {
+    const files = await filesContaining(reflection, 'google.rpc.BadRequest');
+    const errorDetails = files.find((file) => file.package === 'google.rpc');
+    expect(errorDetails, 'the file of google.rpc').to.not.equal(undefined);
+    expect(fieldNames(files, 'google.rpc.BadRequest')).to.deep.equal(['field_violations']);
+    // Every import resolves by its name, as grpcurl asks for them.
+    for (const dependency of errorDetails!.dependency ?? []) {
+      const response = await reflection.ask({ fileByFilename: dependency });
+      expect(response.errorResponse, dependency).to.equal(undefined);
+      const names = response.fileDescriptorResponse!.fileDescriptorProto.map((bytes) => (FileDescriptorProto.decode(bytes) as IFileDescriptorProto).name);
+      expect(names, dependency).to.include(dependency);
+    }
+    expect(errorDetails!.dependency, 'the file of google.protobuf.Duration, which RetryInfo uses').to.have.length(1);
+  });
+
   it('resolves grpc.health.v1.Health to its methods and messages', async () => {
     const files = await filesContaining(reflection, 'grpc.health.v1.Health');
     const health = files.flatMap((file) => (file.package === 'grpc.health.v1' ? (file.service ?? []) : [])).find((service) => service.name === 'Health');
