@@ -68,9 +68,8 @@ describe('SIGTERM to a documented start command reaches the servers behind it', 
       { detached: true },
     );
     await Promise.all([started.waitForLine('gateway listening'), started.waitForLine('pet service listening')]);
-    const exited = once(started.child, 'exit');
     process.kill(-started.child.pid!, 'SIGINT');
-    expect(await exited).to.deep.equal([0, null]);
+    expect(await started.closed).to.deep.equal([0, null]);
     const signals = started.lines.filter((line) => line.includes('"signal":"'));
     expect(signals.map((line) => /"service":"([^"]+)","signal":"([^"]+)"/.exec(line)?.slice(1).join(' '))).to.deep.equal([
       'gateway SIGTERM',
@@ -138,11 +137,10 @@ describe('Ctrl-C on a documented start command drains the service behind it', fu
     started = run('npm', ['run', 'start:gateway'], { PORT: String(p.gateway), ADMIN_PORT: String(p.gatewayAdmin), PET_SERVICE_ADDR: `127.0.0.1:${p.nobody}` }, { detached: true });
     await started.waitForLine('gateway listening');
     const request = await holdHttpRequest(p.gateway!);
-    const exited = once(started.child, 'exit');
     ctrlC.send(started);
     await started.waitForLine('"signal":"SIGINT"');
     expect(await request.finish()).to.match(/^HTTP\/1\.1 503 Service Unavailable\r\n/);
-    expect(await exited).to.deep.equal([0, null]);
+    expect(await started.closed).to.deep.equal([0, null]);
     const lines = shutdownLines('gateway');
     expect(lines[0]).to.equal('shutting down');
     expect(lines.at(-1)).to.equal('stopped');
@@ -155,6 +153,7 @@ describe('Ctrl-C on a documented start command drains the service behind it', fu
     started = run('npm', ['run', 'start:pet-service'], { PET_SERVICE_PORT: String(p.pet), ADMIN_PORT: String(p.petAdmin) }, { detached: true });
     await started.waitForLine('pet service listening');
     expect(await signalWithCallInFlight(started, p.pet!, ctrlC)).to.deep.equal({ call: 'OK', exit: [0, null] });
+    await started.closed;
     const lines = shutdownLines('pet-service');
     expect(lines[0]).to.equal('shutting down');
     expect(lines.at(-1)).to.equal('stopped');
@@ -301,6 +300,7 @@ describe('npm start with a port already in use', function () {
       const [code] = await exited.finally(() => clearInterval(watch));
       expect(code).to.equal(1);
       await waitFor(() => tree.every((entry) => !isRunning(entry.pid)), 15_000, () => JSON.stringify(tree));
+      await started.closed;
       expect(started.lines.filter((line) => line.includes('already in use'))).to.deep.equal([`${variable} ${p[name]}: address already in use`]);
       // Nothing else says so: grpc-js's own line about the failed bind is left out.
       expect(started.lines.filter((line) => /No address added|EADDRINUSE/.test(line))).to.deep.equal([]);

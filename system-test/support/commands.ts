@@ -15,6 +15,12 @@ export const DEMO_KEY = 'demo-free-key-0000';
 export interface Started {
   readonly child: ChildProcess;
   readonly lines: string[];
+  /**
+   * Resolves with the exit code and signal once the process has exited and its output has all been
+   * read: `exit` can come before the last lines are, which a test reading `lines` then misses on a
+   * busy machine.
+   */
+  readonly closed: Promise<[number | null, NodeJS.Signals | null]>;
   /** Resolves once a line of output contains `text`. */
   waitForLine(text: string): Promise<void>;
 }
@@ -39,6 +45,7 @@ export function run(command: string, args: readonly string[], env: NodeJS.Proces
   return {
     child,
     lines,
+    closed: once(child, 'close') as Promise<[number | null, NodeJS.Signals | null]>,
     waitForLine: (text) =>
       lines.some((line) => line.includes(text))
         ? Promise.resolve()
