@@ -25,6 +25,15 @@ const outcomeOf = (promise: Promise<string>): Promise<string> =>
     (error: unknown) => (error instanceof PetServiceError ? Status[error.code]! : String(error)),
   );
 
+/** Runs one operation through `limiter` that takes `ms` on the clock `advance` moves. */
+async function runTaking(limiter: ReturnType<typeof createConcurrencyLimiter>, advance: (ms: number) => void, ms: number): Promise<void> {
+  const held = heldWrite('timed', []);
+  const done = limiter.run(held.write);
+  advance(ms);
+  held.finish();
+  await done;
+}
+
 class FakeCall extends EventEmitter {
   cancelled = false;
   constructor(private readonly deadline: number = Infinity) {
@@ -129,13 +138,7 @@ describe('createConcurrencyLimiter', () => {
     const limiter = createConcurrencyLimiter({ kind: 'read', maxConcurrent: 1, maxQueued: 10, operationTimeMs: 0, now: () => clock });
     const log: string[] = [];
     // Operations of 10 s, 5 s and 5 s, one at a time: 10, then 9, then 8.2 s per operation.
-    for (const [name, ms] of [['a', 10_000], ['b', 5000], ['c', 5000]] as const) {
-      const held = heldWrite(name, log);
-      const done = limiter.run(held.write);
-      clock += ms;
-      held.finish();
-      await done;
-    }
+    for (const ms of [10_000, 5000, 5000]) await runTaking(limiter, (by) => (clock += by), ms);
     const running = heldWrite('f', log);
     const first = outcomeOf(limiter.run(running.write));
     // First in the queue: about 8.2 s to wait, four times that 32.8 s; 33 s left, so it waits.
@@ -158,11 +161,8 @@ describe('createConcurrencyLimiter', () => {
     const log: string[] = [];
     expect(limiter.limit, 'nothing measured yet: the whole bound').to.equal(16);
     // One read alone took 100 ms: a store that serves one at a time would take 500 ms, a quarter of the timeout, for five at once.
-    const alone = heldWrite('alone', log);
-    const done = limiter.run(alone.write);
-    clock += 100;
-    alone.finish();
-    await done;
+    const advance = (ms: number) => (clock += ms);
+    await runTaking(limiter, advance, 100);
     expect(limiter.limit).to.equal(5);
 
     // A burst of twelve: five go to the store, seven wait (the old bound sent all twelve at once).
@@ -193,18 +193,10 @@ describe('createConcurrencyLimiter', () => {
     expect(limiter.limit, 'never above maxConcurrent').to.equal(16);
 
     // However slow the store, one still runs.
-    const slow = heldWrite('slow', log);
-    const ranSlow = limiter.run(slow.write);
-    clock += 60_000;
-    slow.finish();
-    await ranSlow;
+    await runTaking(limiter, advance, 60_000);
     expect(limiter.limit, 'never below one').to.equal(1);
     const memory = createConcurrencyLimiter({ kind: 'read', maxConcurrent: 4, maxQueued: 10, operationTimeMs: 0, now: () => clock });
-    const held = heldWrite('memory', log);
-    const ranHeld = memory.run(held.write);
-    clock += 60_000;
-    held.finish();
-    await ranHeld;
+    await runTaking(memory, advance, 60_000);
     expect(memory.limit, 'without a store timeout the bound stays').to.equal(4);
   });
 });
