@@ -64,7 +64,7 @@ for status in '' available pending sold; do
 done
 export PETSTORE_CURSORS="{$(IFS=,; echo "${cursors[*]}")}"
 export PETSTORE_CURSOR_PATTERN
-PETSTORE_CURSOR_PATTERN=$(curl --silent --fail "$BASE/v1/openapi.json" | python3 -c 'import json, sys; print(json.load(sys.stdin)["components"]["schemas"]["ListQuery"]["properties"]["cursor"]["pattern"])')
+PETSTORE_CURSOR_PATTERN=$(curl --silent --fail "$BASE/v1/openapi.json" | python3 -c 'import json, sys; print(next(p["schema"]["pattern"] for p in json.load(sys.stdin)["paths"]["/pets"]["get"]["parameters"] if p["name"] == "cursor"))')
 export SCHEMATHESIS_HOOKS="$PWD/.ci/schemathesis_hooks.py"
 
 REPORT="$WORK/report"

@@ -44,8 +44,9 @@ export function expectMatchesContract(
 ): unknown {
   const operation = ((document.paths as Record<string, Operations>)[path] ?? {})[method === 'head' ? 'get' : method];
   expect(operation, `${method} ${path} is documented`).to.not.equal(undefined);
-  // `default`: a proxied route's upstream answering with a status of its own.
-  const documented = operation!.responses[String(response.status)] ?? operation!.responses.default;
+  // A range (`2XX`) or `default`: a proxied route's upstream answering with a status of its own.
+  const documented =
+    operation!.responses[String(response.status)] ?? operation!.responses[`${String(response.status)[0]}XX`] ?? operation!.responses.default;
   expect(documented, `${method} ${path} documents status ${response.status}`).to.not.equal(undefined);
   return expectDocumented(`${method} ${path} ${response.status}`, documented!, response, method !== 'head');
 }

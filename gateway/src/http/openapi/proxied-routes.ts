@@ -8,6 +8,12 @@ import { commonErrors, error, withRateLimitHeaders } from './responses';
 /** Where a proxied path item says which configured prefix it stands for. */
 export const PROXIED_PREFIX = 'x-proxied-prefix';
 
+/** The tag of every proxied operation, listed in the document's tags once a route is configured. */
+const PROXIED_TAG = {
+  name: 'proxied',
+  description: 'Routes the gateway passes to HTTP services behind it, configured for this deployment (ROUTES_FILE).',
+};
+
 /**
  * What the document says of a proxied route: the fields of `upstream/routes-file.ts`'s ProxyRoute
  * that it shows, declared here so that this layer does not import the one above it.
@@ -34,7 +40,11 @@ export function openApiDocumentFor(routes: readonly DocumentedRoute[]): typeof o
     paths[path] = proxiedPathItem(route, false);
     paths[`${path}/{rest}`] = proxiedPathItem(route, true);
   }
-  return { ...openApiDocument, paths: { ...openApiDocument.paths, ...withRateLimitHeaders(paths) } };
+  return {
+    ...openApiDocument,
+    tags: [...openApiDocument.tags, PROXIED_TAG],
+    paths: { ...openApiDocument.paths, ...withRateLimitHeaders(paths) },
+  };
 }
 
 function proxiedPathItem(route: DocumentedRoute, below: boolean): object {
@@ -44,11 +54,12 @@ function proxiedPathItem(route: DocumentedRoute, below: boolean): object {
     if (method === 'HEAD' && route.methods.includes('GET')) continue;
     item[method.toLowerCase()] = {
       operationId: `${name}${below ? 'Below' : ''}${method[0]}${method.slice(1).toLowerCase()}`,
+      tags: [PROXIED_TAG.name],
       summary: `Proxied to an HTTP service behind the gateway${below ? ' (any path below the prefix)' : ''}.`,
       description:
         'The request goes to the upstream without `Authorization`, with `X-Api-Key-Id`, `X-Plan`, `X-Request-Id` and ' +
         '`X-Forwarded-*`; its response, errors included, comes back unchanged. The statuses listed are the ' +
-        "gateway's own answers; the upstream's other responses fall under `default`." +
+        "gateway's own answers; the upstream's other responses fall under `2XX` and `default`." +
         (route.methods.includes('GET') ? ' HEAD is answered wherever GET is.' : ''),
       parameters: below
         ? [{ name: 'rest', in: 'path', required: true, description: 'The rest of the path; may contain `/`.', schema: { type: 'string' } }]
@@ -62,6 +73,7 @@ function proxiedPathItem(route: DocumentedRoute, below: boolean): object {
 
 function proxiedResponses(route: DocumentedRoute): Record<string, object> {
   return {
+    '2XX': { description: "The upstream's success, passed through unchanged." },
     default: { description: "The upstream's response, passed through unchanged." },
     '400': error('Transfer-Encoding other than chunked, a body of unknown length on DELETE or OPTIONS, or two Authorization fields.', ['invalid_request']),
     '401': commonErrors['401'],
