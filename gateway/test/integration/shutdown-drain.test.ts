@@ -6,14 +6,15 @@ import { type ServiceProcess, startService } from '../../../system-test/support/
 
 /** A raw keep-alive connection that sends one request at a time and reads whole responses. */
 class Connection {
-  private buffer = '';
+  // Bytes, not text: Content-Length counts bytes, and a body may hold characters of several.
+  private buffer = Buffer.alloc(0);
   private readonly waiting: Array<() => void> = [];
   ended = false;
   reset = false;
 
   private constructor(private readonly socket: Socket) {
     socket.on('data', (chunk: Buffer) => {
-      this.buffer += chunk.toString();
+      this.buffer = Buffer.concat([this.buffer, chunk]);
       for (const wake of this.waiting.splice(0)) wake();
     });
     socket.on('end', () => (this.ended = true));
@@ -32,10 +33,10 @@ class Connection {
     for (;;) {
       const end = this.buffer.indexOf('\r\n\r\n');
       if (end >= 0) {
-        const head = this.buffer.slice(0, end);
+        const head = this.buffer.subarray(0, end).toString('latin1');
         const length = Number(/content-length: *([0-9]+)/i.exec(head)?.[1] ?? 0);
         if (this.buffer.length >= end + 4 + length) {
-          this.buffer = this.buffer.slice(end + 4 + length);
+          this.buffer = this.buffer.subarray(end + 4 + length);
           return { status: Number(head.split(' ')[1]), headers: head.toLowerCase() };
         }
       }
