@@ -196,14 +196,14 @@ function report(running: Running[]): void {
   const byName = new Map(running.map((variant) => [variant.name, variant]));
   const pad = Math.max(...running.map((variant) => VARIANTS[variant.name].label.length));
   console.log('');
-  console.log(`${'variant'.padEnd(pad)}   req/s  p50 ms  p99 ms  CPU µs/req: app  pet service  load gen  app B/req   (app µs per round)`);
+  console.log(`${'variant'.padEnd(pad)}   req/s  p50 ms  p99 ms  CPU µs/req: app  pet service  load gen  app B/req   (app µs, KB per round)`);
   for (const variant of running) {
     const of = (key: keyof Round) => median(variant.rounds.map((round) => round[key]));
     console.log(
       `${VARIANTS[variant.name].label.padEnd(pad)} ${of('rps').toFixed(0).padStart(7)} ${of('p50').toFixed(0).padStart(7)} ${of('p99').toFixed(0).padStart(7)}` +
         `${of('app').toFixed(0).padStart(17)} ${of('petService').toFixed(0).padStart(12)} ${of('loadGenerator').toFixed(0).padStart(9)}` +
         `${of('allocated').toFixed(0).padStart(11)}` +
-        `   (${variant.rounds.map((round) => round.app.toFixed(0)).join(' ')})`,
+        `   (${variant.rounds.map((round) => round.app.toFixed(0)).join(' ')}; KB ${variant.rounds.map((round) => (round.allocated / 1000).toFixed(1)).join(' ')})`,
     );
   }
   const lines = DIFFERENCES.filter(([x, y]) => byName.has(x) && byName.has(y));
