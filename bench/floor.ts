@@ -26,7 +26,8 @@
  * variants is the median of its per-round differences, each round's pair measured back to back.
  *
  * Beside CPU, each app's heap allocation per request: bytes V8 allocated during the round (garbage
- * included), read from outside the app's code by bench/floor/allocation-probe.ts.
+ * included), read from outside the app's code by bench/floor/allocation-probe.ts. It falls as V8
+ * optimises the apps' code: compare bytes after a warm-up of 20 s or more (BENCH_WARMUP_SECONDS).
  *
  * BENCH_ROUNDS, BENCH_ROUND_SECONDS, BENCH_WARMUP_SECONDS and BENCH_CONNECTIONS as in the other
  * benchmarks; `BENCH_FLOOR_VARIANTS=a,b,f` runs a subset; BENCH_CPU_PROF=<dir> as in `npm run bench`.
