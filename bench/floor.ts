@@ -25,14 +25,20 @@
  * 16 connections, pipelining 1. Every figure is a median over the rounds; a difference between two
  * variants is the median of its per-round differences, each round's pair measured back to back.
  *
+ * Beside CPU, each app's heap allocation per request: bytes V8 allocated during the round (garbage
+ * included), read from outside the app's code by bench/floor/allocation-probe.ts. It falls as V8
+ * optimises the apps' code: compare bytes after a warm-up of 20 s or more (BENCH_WARMUP_SECONDS).
+ *
  * BENCH_ROUNDS, BENCH_ROUND_SECONDS, BENCH_WARMUP_SECONDS and BENCH_CONNECTIONS as in the other
  * benchmarks; `BENCH_FLOOR_VARIANTS=a,b,f` runs a subset; BENCH_CPU_PROF=<dir> as in `npm run bench`.
  */
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import { createPetServiceClient } from '@petstore/proto';
 import { sha256Hex } from '../gateway/src/keys/api-keys';
@@ -48,11 +54,22 @@ const ROUND_SECONDS = Number(process.env.BENCH_ROUND_SECONDS ?? 5);
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const SEED_PETS = 1_000;
-/** The gateway image's Node flags (gateway/Dockerfile), for every app; startService adds `--enable-source-maps`. */
-const APP_NODE_FLAGS = ['--max-semi-space-size=4', '--max-old-space-size=64', ...profileFlags()];
 const SECRET = 'bench-floor-unlimited-secret';
 /** Where the variants' bundles go (ignored by git, as baseline builds are). */
 const OUT_DIR = FLOOR_OUT_DIR;
+/** bench/floor/allocation-probe.ts's bundle, and the key of the lines it writes. */
+const ALLOCATION_PROBE = { entry: 'allocation-probe', key: 'benchAllocatedBytes' } as const;
+/**
+ * The gateway image's Node flags (gateway/Dockerfile), for every app, and the allocation probe;
+ * startService adds `--enable-source-maps`.
+ */
+const APP_NODE_FLAGS = [
+  '--max-semi-space-size=4',
+  '--max-old-space-size=64',
+  '--require',
+  join(__dirname, '..', OUT_DIR, `${ALLOCATION_PROBE.entry}.js`),
+  ...profileFlags(),
+];
 
 const VARIANTS = {
   a: { label: 'a node:http, precomputed body', entry: 'a-bare-http' },
@@ -99,6 +116,8 @@ interface Round {
   app: number;
   petService: number;
   loadGenerator: number;
+  /** Bytes the variant's process allocated on its heap per request. */
+  allocated: number;
 }
 
 interface Running {
@@ -106,6 +125,8 @@ interface Running {
   readonly service: ServiceProcess;
   readonly url: string;
   readonly headers: Record<string, string>;
+  /** Bytes the process has allocated on its heap so far. */
+  readonly allocatedBytes: () => Promise<number>;
   readonly rounds: Round[];
 }
 
@@ -120,9 +141,23 @@ function selectedVariants(): VariantName[] {
   return [...new Set(names)] as VariantName[];
 }
 
-/** Bundles the selected variants' entries as `npm run build` bundles the services. */
+/** Bundles the selected variants' entries and the allocation probe as `npm run build` bundles the services. */
 async function buildVariants(names: VariantName[]): Promise<void> {
-  await bundleFloorApps(names.map((name) => VARIANTS[name].entry).filter((entry) => entry !== undefined));
+  await bundleFloorApps([ALLOCATION_PROBE.entry, ...names.map((name) => VARIANTS[name].entry).filter((entry) => entry !== undefined)]);
+}
+
+/** Asks an app's allocation probe (SIGUSR2) for the bytes it has allocated so far, and waits for its answer on stderr. */
+function allocationReader(child: ChildProcess): () => Promise<number> {
+  const waiting: Array<(bytes: number) => void> = [];
+  createInterface({ input: child.stderr! }).on('line', (text) => {
+    if (!text.includes(ALLOCATION_PROBE.key)) return;
+    waiting.shift()?.((JSON.parse(text) as Record<string, number>)[ALLOCATION_PROBE.key]!);
+  });
+  return () =>
+    new Promise((resolve) => {
+      waiting.push(resolve);
+      child.kill('SIGUSR2');
+    });
 }
 
 /** The list body as the gateway writes it, from the pet service itself: variant a's answer. */
@@ -136,10 +171,12 @@ async function listBody(petServiceAddr: string): Promise<string> {
 }
 
 async function load(variant: Running, petServicePid: number, seconds: number): Promise<Round> {
+  const allocatedBefore = await variant.allocatedBytes();
   const before = { app: cpuSeconds(variant.service.child.pid!), petService: cpuSeconds(petServicePid), own: process.cpuUsage() };
   const result = await autocannon({ url: variant.url, connections: CONNECTIONS, pipelining: 1, duration: seconds, headers: variant.headers });
   const own = process.cpuUsage(before.own);
   const after = { app: cpuSeconds(variant.service.child.pid!), petService: cpuSeconds(petServicePid) };
+  const allocated = (await variant.allocatedBytes()) - allocatedBefore;
   const ok = result.statusCodeStats?.['200']?.count ?? 0;
   if (result.errors > 0 || result.requests.total === 0 || ok !== result.requests.total) {
     throw new Error(`${VARIANTS[variant.name].label}: ${result.errors} errors, ${ok}/${result.requests.total} were 200`);
@@ -152,6 +189,7 @@ async function load(variant: Running, petServicePid: number, seconds: number): P
     app: perRequest(after.app - before.app),
     petService: perRequest(after.petService - before.petService),
     loadGenerator: (own.user + own.system) / result.requests.total,
+    allocated: allocated / result.requests.total,
   };
 }
 
@@ -159,23 +197,29 @@ function report(running: Running[]): void {
   const byName = new Map(running.map((variant) => [variant.name, variant]));
   const pad = Math.max(...running.map((variant) => VARIANTS[variant.name].label.length));
   console.log('');
-  console.log(`${'variant'.padEnd(pad)}   req/s  p50 ms  p99 ms  CPU µs/req: app  pet service  load gen   (app µs per round)`);
+  console.log(`${'variant'.padEnd(pad)}   req/s  p50 ms  p99 ms  CPU µs/req: app  pet service  load gen  app B/req   (app µs, KB per round)`);
   for (const variant of running) {
     const of = (key: keyof Round) => median(variant.rounds.map((round) => round[key]));
     console.log(
       `${VARIANTS[variant.name].label.padEnd(pad)} ${of('rps').toFixed(0).padStart(7)} ${of('p50').toFixed(0).padStart(7)} ${of('p99').toFixed(0).padStart(7)}` +
         `${of('app').toFixed(0).padStart(17)} ${of('petService').toFixed(0).padStart(12)} ${of('loadGenerator').toFixed(0).padStart(9)}` +
-        `   (${variant.rounds.map((round) => round.app.toFixed(0)).join(' ')})`,
+        `${of('allocated').toFixed(0).padStart(11)}` +
+        `   (${variant.rounds.map((round) => round.app.toFixed(0)).join(' ')}; KB ${variant.rounds.map((round) => (round.allocated / 1000).toFixed(1)).join(' ')})`,
     );
   }
   const lines = DIFFERENCES.filter(([x, y]) => byName.has(x) && byName.has(y));
   if (lines.length === 0) return;
   console.log('');
-  console.log('differences in the app\'s CPU µs per request, median of the per-round differences (range):');
+  console.log("differences in the app's CPU µs and heap bytes allocated per request, median of the per-round differences (range):");
   for (const [x, y, label] of lines) {
-    const diffs = byName.get(x)!.rounds.map((round, index) => round.app - byName.get(y)!.rounds[index]!.app);
+    const differences = (key: 'app' | 'allocated') => byName.get(x)!.rounds.map((round, index) => round[key] - byName.get(y)!.rounds[index]![key]);
+    const diffs = differences('app');
+    const bytes = differences('allocated');
     const share = x === 'f' && y !== 'i' ? `, ${((median(diffs) / median(byName.get('f')!.rounds.map((round) => round.app))) * 100).toFixed(0)}% of the gateway's CPU` : '';
-    console.log(`  ${label}: ${median(diffs).toFixed(0)} (${Math.min(...diffs).toFixed(0)} to ${Math.max(...diffs).toFixed(0)})${share}`);
+    console.log(
+      `  ${label}: ${median(diffs).toFixed(0)} µs (${Math.min(...diffs).toFixed(0)} to ${Math.max(...diffs).toFixed(0)})${share}; ` +
+        `${median(bytes).toFixed(0)} B (${Math.min(...bytes).toFixed(0)} to ${Math.max(...bytes).toFixed(0)})`,
+    );
   }
 }
 
@@ -229,7 +273,7 @@ async function main(): Promise<void> {
           : await startService(`floor ${name}`, { PET_SERVICE_ADDR: petServiceAddr, FLOOR_LIST_BODY_FILE: join(dir, 'list.json') }, { script: join(OUT_DIR, `${entry}.js`), nodeFlags: APP_NODE_FLAGS });
       processes.push(service);
       const headers: Record<string, string> = entry === undefined ? { authorization: `Bearer ${SECRET}` } : {};
-      running.push({ name, service, url: `http://127.0.0.1:${service.port}${READ_PATH}`, headers, rounds: [] });
+      running.push({ name, service, url: `http://127.0.0.1:${service.port}${READ_PATH}`, headers, allocatedBytes: allocationReader(service.child), rounds: [] });
     }
     // Every variant must answer what the gateway answers, byte for byte.
     for (const variant of running) {

@@ -79,6 +79,25 @@ describe('operations: real pet-service and gateway processes', function () {
       expect(metrics).to.include('process_resident_memory_bytes');
     });
 
+    it('counts every answered request and pet service call once, in the counter and the histogram alike', async () => {
+      const metricsText = async () => (await get(`http://127.0.0.1:${stack.gateway.adminPort}/metrics`, {})).text;
+      const value = (text: string, series: string) => Number(text.split('\n').find((line) => line.startsWith(`${series} `))?.slice(series.length + 1) ?? 0);
+      const series = [
+        'http_requests_total{route="/v1/pets",method="GET",status="200"}',
+        'http_request_duration_seconds_count{route="/v1/pets",method="GET",status="200"}',
+        'grpc_client_handled_total{method="ListPets",code="OK"}',
+        'grpc_client_handling_seconds_count{method="ListPets",code="OK"}',
+        'rate_limit_decisions_total{plan="free",outcome="allowed"}',
+      ];
+      const before = await metricsText();
+      const ids = ['count-1', 'count-2', 'count-3'];
+      for (const id of ids) expect((await get(`${stack.baseUrl}/v1/pets`, { ...AUTH, 'x-request-id': id })).status).to.equal(200);
+      // Metrics are recorded with the request's log line, once its response has closed.
+      for (const id of ids) await stack.gateway.waitForLog((entry) => entry.requestId === id);
+      const after = await metricsText();
+      expect(series.map((name) => value(after, name) - value(before, name))).to.deep.equal(series.map(() => 3));
+    });
+
     it('serves gRPC server and store metrics on the pet service', async () => {
       await get(`${stack.baseUrl}/v1/pets`);
       const metrics = (await get(`http://127.0.0.1:${stack.petService.adminPort}/metrics`, {})).text;

@@ -6,6 +6,7 @@ import {
   ROOT_CONTEXT,
   type Span,
   SpanKind,
+  type SpanContext,
   type SpanOptions,
   trace,
   TraceFlags,
@@ -41,8 +42,13 @@ export function createTracing(settings: TracingSettings, options: TracingOptions
  * zeros.
  */
 function randomId(bytes: 8 | 16): string {
-  for (let offset = 0; offset < bytes; offset += 4) ID_BUFFER.writeUInt32BE((Math.random() * 2 ** 32) >>> 0, offset);
-  if (ID_BUFFER.readBigUInt64BE(0) === 0n && (bytes === 8 || ID_BUFFER.readBigUInt64BE(8) === 0n)) ID_BUFFER[bytes - 1] = 1;
+  let any = 0;
+  for (let offset = 0; offset < bytes; offset += 4) {
+    const word = (Math.random() * 2 ** 32) >>> 0;
+    any |= word;
+    ID_BUFFER.writeUInt32BE(word, offset);
+  }
+  if (any === 0) ID_BUFFER[bytes - 1] = 1;
   return ID_BUFFER.toString('hex', 0, bytes);
 }
 
@@ -57,13 +63,12 @@ const ID_BUFFER = Buffer.allocUnsafe(16);
 class PropagatingTracer implements Tracer {
   startSpan(_name: string, _options?: SpanOptions, context: Context = contexts.active()): Span {
     const parent = trace.getSpanContext(context);
-    const valid = parent !== undefined && isSpanContextValid(parent);
-    return trace.wrapSpanContext({
-      traceId: valid ? parent.traceId : randomId(16),
-      spanId: randomId(8),
-      traceFlags: valid ? parent.traceFlags : TraceFlags.NONE,
-      ...(valid && parent.traceState !== undefined ? { traceState: parent.traceState } : {}),
-    });
+    if (parent === undefined || !isSpanContextValid(parent)) {
+      return trace.wrapSpanContext({ traceId: randomId(16), spanId: randomId(8), traceFlags: TraceFlags.NONE });
+    }
+    const span: SpanContext = { traceId: parent.traceId, spanId: randomId(8), traceFlags: parent.traceFlags };
+    if (parent.traceState !== undefined) span.traceState = parent.traceState;
+    return trace.wrapSpanContext(span);
   }
 
   startActiveSpan<F extends (span: Span) => unknown>(name: string, ...rest: [F] | [SpanOptions, F] | [SpanOptions, Context, F]): ReturnType<F> {
@@ -113,7 +118,15 @@ export function traceHeaders(span: Span): TraceHeaders {
   return headers;
 }
 
-/** The caller's trace context from its W3C fields (values read by `get`); the root context if none is valid. */
-export function extractTraceContext(get: (name: string) => string | undefined): Context {
-  return TRACE_CONTEXT.extract(ROOT_CONTEXT, undefined, { get: (_carrier, name) => get(name), keys: () => [] });
+/**
+ * The caller's trace context from its W3C fields (`get` reads one from `carrier`); the root context
+ * if none is valid. `get` should be made once: a call without `traceparent` (an untraced caller)
+ * then allocates nothing.
+ */
+export function extractTraceContext<Carrier>(carrier: Carrier, get: (carrier: Carrier, name: string) => string | undefined): Context {
+  // Without traceparent, the propagator returns the context it is given.
+  if (get(carrier, TRACEPARENT) === undefined) return ROOT_CONTEXT;
+  return TRACE_CONTEXT.extract(ROOT_CONTEXT, carrier, { get, keys: () => [] });
 }
+
+const TRACEPARENT = 'traceparent';

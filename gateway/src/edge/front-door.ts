@@ -12,6 +12,7 @@ import { AMBIGUOUS_CREDENTIALS, authenticate } from './authenticate';
 import type { CorsPolicy } from './cors-policy';
 import { attachContext, type RequestContext } from './request-context';
 import type { GatewayMetrics } from '../observability/metrics';
+import { createDecisionCounter } from '../observability/http-metrics';
 import { rateLimitHeaders } from '../rate-limit/rate-limit-headers';
 import { ipSubject, keyPolicy, keySubject, type RateLimitSettings, unauthenticatedPolicy } from '../rate-limit/rate-limit-policy';
 import type { RateLimitDecision, RateLimiter, RateLimitPolicy } from '../rate-limit/rate-limiter';
@@ -75,6 +76,7 @@ const OPENAPI_DOCUMENT = /^\/v1\/openapi\.json\/?$/i;
 export function createFrontDoor(options: FrontDoorOptions): RequestListener {
   const { app, routes, apiKeys, now, limiter, settings, logger, metrics, tracer, draining, cors } = options;
   const observe = createRequestObserver(logger, metrics);
+  const countDecision = metrics === undefined ? undefined : createDecisionCounter(metrics);
   const keyPolicies = new WeakMap<ApiKey, RateLimitPolicy>();
   const ipPolicy = unauthenticatedPolicy(settings.unauthenticatedPerMinute);
   const policyOf = (key: ApiKey): RateLimitPolicy => {
@@ -152,7 +154,7 @@ export function createFrontDoor(options: FrontDoorOptions): RequestListener {
     const decision = key === undefined ? limiter.consume(clientSubject(request), ipPolicy) : limiter.consume(keySubject(key.id), policyOf(key));
     decision.then(
       (result) => {
-        metrics?.rateLimitDecisions.inc({ plan: key?.plan ?? 'anonymous', outcome: result.outcome });
+        countDecision?.(key?.plan ?? 'anonymous', result.outcome);
         if (context.span.isRecording()) context.span.setAttribute(ATTR_RATE_LIMIT_DECISION, result.outcome);
         const headers = rateLimitHeaders(result);
         for (const name in headers) response.setHeader(name, headers[name]!);

@@ -4,7 +4,7 @@ import type { Request } from 'express';
 import { REQUEST_ID_PATTERN } from '@petstore/proto';
 import type { Logger } from 'pino';
 import { contextOf, type RequestContext } from './request-context';
-import { recordRequest } from '../observability/http-metrics';
+import { createRequestRecorder } from '../observability/http-metrics';
 import type { GatewayMetrics } from '../observability/metrics';
 import { endRequestSpan } from '../observability/request-tracing';
 
@@ -64,6 +64,7 @@ export function logRequest(logger: Logger, line: RequestLine, aborted = false): 
  * `close` after `finish`, or alone when the connection went first.
  */
 export function createRequestObserver(logger: Logger, metrics?: GatewayMetrics): (response: ServerResponse) => void {
+  const recordRequest = metrics === undefined ? undefined : createRequestRecorder(metrics);
   function done(this: ServerResponse): void {
     const request = this.req;
     const context = contextOf(request);
@@ -83,7 +84,7 @@ export function createRequestObserver(logger: Logger, metrics?: GatewayMetrics):
     };
     logRequest(logger, line, !finished);
     if (context.span.isRecording()) endRequestSpan(context.span, request, { ...line, plan: context.key?.plan, aborted: !finished });
-    if (finished && metrics !== undefined) recordRequest(metrics, line.route, request.method ?? '', line.status, elapsed / 1e9);
+    if (finished && recordRequest !== undefined) recordRequest(line.route, request.method ?? '', line.status, elapsed / 1e9);
   }
   return (response) => {
     response.on('close', done);

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { type Attributes, type Span, SpanKind, SpanStatusCode, type Tracer } from '@opentelemetry/api';
 import { extractTraceContext } from '@petstore/runtime';
 import {
@@ -32,6 +32,12 @@ function methodOf(request: IncomingMessage): string {
   return KNOWN_METHODS.has(method) ? method : '_OTHER';
 }
 
+/** A field of an incoming request, for {@link extractTraceContext}; Node joins repeated ones but `set-cookie`. */
+function headerValue(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const value = headers[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
 /**
  * A request's server span: a child of the caller's trace when its `traceparent` is valid, else the
  * root of a new trace. Made for every request, recorded or not, so that its ids reach the log line
@@ -39,10 +45,7 @@ function methodOf(request: IncomingMessage): string {
  */
 export function startRequestSpan(tracer: Tracer, request: IncomingMessage): Span {
   const { headers } = request;
-  const parent = extractTraceContext((name) => {
-    const value = headers[name];
-    return typeof value === 'string' ? value : undefined;
-  });
+  const parent = extractTraceContext(headers, headerValue);
   const method = methodOf(request);
   const span = tracer.startSpan(method, { kind: SpanKind.SERVER }, parent);
   if (span.isRecording()) {

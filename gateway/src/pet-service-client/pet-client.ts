@@ -2,6 +2,7 @@ import { createPetServiceClient, type PetServiceMethod, type PromisePetServiceCl
 import { status as Status } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { GatewayMetrics } from '../observability/metrics';
+import { perPair } from '../observability/metric-children';
 import type { PetServiceTls } from '../config';
 import { certificateConfigError, petServiceTlsOption } from './pet-service-tls';
 
@@ -46,15 +47,15 @@ export function createPetClient(options: PetClientOptions): PetClient {
   return client;
 }
 
-/** Counts and times each call by method and status; label objects are made once per pair. */
+/** Counts and times each call by method and status, through children bound once per pair. */
 function callMetrics(metrics: GatewayMetrics): (method: PetServiceMethod, code: Status, startedAt: bigint) => void {
-  type Labels = { method: string; code: string };
-  const labels: Record<PetServiceMethod, Map<Status, Labels>> = { ListPets: new Map(), CreatePet: new Map(), GetPet: new Map() };
+  const childrenOf = perPair((method: PetServiceMethod, code: Status) => {
+    const labels = { method, code: Status[code]! };
+    return { calls: metrics.grpcClientCalls.labels(labels), seconds: metrics.grpcClientCallSeconds.labels(labels) };
+  });
   return (method, code, startedAt) => {
-    const byCode = labels[method];
-    let callLabels = byCode.get(code);
-    if (callLabels === undefined) byCode.set(code, (callLabels = { method, code: Status[code]! }));
-    metrics.grpcClientCalls.inc(callLabels);
-    metrics.grpcClientCallSeconds.observe(callLabels, Number(process.hrtime.bigint() - startedAt) / 1e9);
+    const children = childrenOf(method, code);
+    children.calls.inc();
+    children.seconds.observe(Number(process.hrtime.bigint() - startedAt) / 1e9);
   };
 }

@@ -65,7 +65,7 @@ export function createUnaryCall({ logger, metrics, forcedShutdown, slowCallMs, c
     return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>): void => {
       const start = clock();
       const { metadata } = call;
-      const span = tracer.startSpan(rpcMethod, spanOptions, extractTraceContext((name) => stringValue(metadata, name)));
+      const span = tracer.startSpan(rpcMethod, spanOptions, extractTraceContext(metadata, stringValue));
       const finish = (code: Status, error?: unknown): void => {
         const ms = Number(clock() - start) / 1e6;
         const callLabels = labelsOf(code);

@@ -1,3 +1,5 @@
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import pino from 'pino';
@@ -38,5 +40,22 @@ describe('logger redaction', () => {
   it('leaves a request line as it is', () => {
     const line = { requestId: 'r', method: 'GET', route: '/v1/pets', status: 200, duration: 1.5, keyId: 'acme' };
     expect(JSON.parse(logged(line))).to.include(line);
+  });
+});
+
+describe('createLogger', () => {
+  it('writes every line whole and in order on stdout, multi-byte text included, however lines fill its batches', () => {
+    // Lines of growing length cross the batches' 2 KiB minimum and 4 KiB most at every offset.
+    const script = `
+      const { createLogger, flushThenExit } = require(${JSON.stringify(join(__dirname, '..', '..', 'src', 'logger.ts'))});
+      const logger = createLogger({ service: 'test', level: 'info', pretty: false });
+      for (let i = 0; i < 600; i += 1) logger.info({ i, text: 'ünï 🐈 ' + 'x'.repeat(i % 97) }, 'line');
+      flushThenExit(logger, 0);
+    `;
+    const output = execFileSync(process.execPath, ['--import', 'tsx', '-e', script], { encoding: 'utf8' });
+    const lines = output.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines.map(({ i, text, service, msg }) => ({ i, text, service, msg }))).to.deep.equal(
+      Array.from({ length: 600 }, (_, i) => ({ i, text: `ünï 🐈 ${'x'.repeat(i % 97)}`, service: 'test', msg: 'line' })),
+    );
   });
 });

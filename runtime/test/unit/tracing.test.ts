@@ -29,7 +29,7 @@ const TRACE_ID = '0af7651916cd43dd8448eb211c80319c';
 const PARENT_ID = 'b7ad6b7169203331';
 
 function remote(flags: TraceFlags, tracestate?: string): ReturnType<typeof extractTraceContext> {
-  return extractTraceContext((name) =>
+  return extractTraceContext({}, (_carrier, name) =>
     name === 'traceparent' ? `00-${TRACE_ID}-${PARENT_ID}-0${flags}` : name === 'tracestate' ? tracestate : undefined,
   );
 }
@@ -103,9 +103,20 @@ describe('trace context', () => {
     }
   });
 
+  it('never makes an all-zero id, which W3C Trace Context calls invalid', () => {
+    const random = Math.random;
+    Math.random = () => 0;
+    try {
+      const context = NON_RECORDING_TRACER.startSpan('x', {}, ROOT_CONTEXT).spanContext();
+      expect([context.traceId, context.spanId]).to.deep.equal([`${'0'.repeat(30)}01`, `${'0'.repeat(14)}01`]);
+    } finally {
+      Math.random = random;
+    }
+  });
+
   it('starts a new trace without a valid parent', () => {
-    const first = NON_RECORDING_TRACER.startSpan('x', {}, extractTraceContext(() => undefined)).spanContext();
-    const second = NON_RECORDING_TRACER.startSpan('x', {}, extractTraceContext((name) => (name === 'traceparent' ? 'garbage' : undefined))).spanContext();
+    const first = NON_RECORDING_TRACER.startSpan('x', {}, extractTraceContext({}, () => undefined)).spanContext();
+    const second = NON_RECORDING_TRACER.startSpan('x', {}, extractTraceContext({}, (_carrier, name) => (name === 'traceparent' ? 'garbage' : undefined))).spanContext();
     expect(first.traceId).to.match(/^[0-9a-f]{32}$/).and.not.equal(second.traceId);
     expect(traceHeaders(trace.wrapSpanContext({ traceId: '0'.repeat(32), spanId: '0'.repeat(16), traceFlags: 0 } as SpanContext))).to.deep.equal({});
   });
