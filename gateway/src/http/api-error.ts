@@ -49,6 +49,13 @@ export type ErrorCode = keyof typeof ERROR_CODE_TABLE;
 export const ERROR_CODES = Object.keys(ERROR_CODE_TABLE) as readonly ErrorCode[];
 
 /**
+ * How many invalid fields a 400 names at most. A request has few fields of its own (a new pet has
+ * three, and its `Idempotency-Key`), but a 64 KiB body can hold thousands of unknown members, and
+ * the answer to it stays short rather than repeat them all.
+ */
+export const MAX_NAMED_FIELDS = 10;
+
+/**
  * `Retry-After` of every 503 that does not set its own: whatever made the service unavailable (a
  * shed request, a store that did not answer in time, a pet service out of reach), a client that
  * retries is told when, rather than left to guess (RFC 9110 section 10.2.3), and one second is as
@@ -91,9 +98,14 @@ export class ApiError extends Error {
     return new ApiError(400, 'invalid_request', `${field}: ${problem}`);
   }
 
-  /** A 400 naming every invalid field, each `field: problem`, in the order given, joined by `; `. */
+  /**
+   * A 400 naming every invalid field, each `field: problem`, in the order given, joined by `; `.
+   * Past {@link MAX_NAMED_FIELDS} the rest are counted, not named (`; and 3 more invalid fields`).
+   */
   static invalidFields(problems: readonly string[]): ApiError {
-    return new ApiError(400, 'invalid_request', problems.join('; '));
+    const named = problems.slice(0, MAX_NAMED_FIELDS).join('; ');
+    const more = problems.length - MAX_NAMED_FIELDS;
+    return new ApiError(400, 'invalid_request', more <= 0 ? named : `${named}; and ${more} more invalid field${more === 1 ? '' : 's'}`);
   }
 
   /** The Error body, as JSON text. */
