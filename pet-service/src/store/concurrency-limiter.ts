@@ -90,7 +90,6 @@ export function createConcurrencyLimiter({ maxConcurrent, maxQueued, operationTi
   // The store's time per operation, on average lately: how long, while it had operations, it
   // took to end each one. Since when it has had some, and when it last ended one.
   let storeMsPerOperation = 0;
-  let measured = false;
   let busySince = 0;
   let lastEnd = 0;
   // Operations that may run at once: those whose store time adds up to the expected duration.
@@ -105,11 +104,12 @@ export function createConcurrencyLimiter({ maxConcurrent, maxQueued, operationTi
   };
   const finished = (): void => {
     const at = now();
-    const sample = at - Math.max(lastEnd, busySince);
+    // Past the store timeout an operation has failed; it says no more of the store than that.
+    const sample = Math.min(at - Math.max(lastEnd, busySince), operationTimeMs > 0 ? operationTimeMs : Infinity);
     lastEnd = at;
-    // The first operation is all there is to go on; later ones move the average.
-    storeMsPerOperation += (sample - storeMsPerOperation) * (measured ? AVERAGE_WEIGHT : 1);
-    measured = true;
+    // From nothing, as if the store were fast: a replica's first operations are its slowest (new
+    // connections, code not yet optimised), and one alone must not hold every later one back.
+    storeMsPerOperation += (sample - storeMsPerOperation) * AVERAGE_WEIGHT;
     running -= 1;
     // The next in line take the slots now allowed (none while fewer are allowed than run).
     while (running < allowed() && waiting.size > 0) {

@@ -137,15 +137,15 @@ describe('createConcurrencyLimiter', () => {
     let clock = 1_000_000;
     const limiter = createConcurrencyLimiter({ kind: 'read', maxConcurrent: 1, maxQueued: 10, operationTimeMs: 0, now: () => clock });
     const log: string[] = [];
-    // Operations of 10 s, 5 s and 5 s, one at a time: 10, then 9, then 8.2 s per operation.
-    for (const ms of [10_000, 5000, 5000]) await runTaking(limiter, (by) => (clock += by), ms);
+    // Five operations of 10 s each, one at a time, bring the average to 6.7 s (a fifth of each new one counts).
+    for (let count = 0; count < 5; count += 1) await runTaking(limiter, (by) => (clock += by), 10_000);
     const running = heldWrite('f', log);
     const first = outcomeOf(limiter.run(running.write));
-    // First in the queue: about 8.2 s to wait, four times that 32.8 s; 33 s left, so it waits.
+    // First in the queue: about 6.7 s to wait, four times that 26.9 s; 28 s left, so it waits.
     const waits = heldWrite('g', log);
-    const waited = outcomeOf(limiter.run(waits.write, new FakeCall(clock + 33_000)));
-    // Second in the queue: about 16.4 s to wait, four times that 65.6 s, with 65 s left: refused now, not in 65 s.
-    expect(await outcomeOf(limiter.run(heldWrite('h', log).write, new FakeCall(clock + 65_000)))).to.equal('RESOURCE_EXHAUSTED');
+    const waited = outcomeOf(limiter.run(waits.write, new FakeCall(clock + 28_000)));
+    // Second in the queue: about 13.4 s to wait, four times that 53.8 s, with 52 s left: refused now, not in 52 s.
+    expect(await outcomeOf(limiter.run(heldWrite('h', log).write, new FakeCall(clock + 52_000)))).to.equal('RESOURCE_EXHAUSTED');
     expect(limiter.queued).to.equal(1);
     // With time enough for four times the wait, it queues.
     const later = heldWrite('i', log);
@@ -160,9 +160,14 @@ describe('createConcurrencyLimiter', () => {
     const limiter = createConcurrencyLimiter({ kind: 'read', maxConcurrent: 16, maxQueued: 100, operationTimeMs: 2000, now: () => clock });
     const log: string[] = [];
     expect(limiter.limit, 'nothing measured yet: the whole bound').to.equal(16);
-    // One read alone took 100 ms: a store that serves one at a time would take 500 ms, a quarter of the timeout, for five at once.
     const advance = (ms: number) => (clock += ms);
-    await runTaking(limiter, advance, 100);
+    // A replica's first read is its slowest (new connections, cold code): one alone, of 1 s, leaves room for two.
+    const fresh = createConcurrencyLimiter({ kind: 'read', maxConcurrent: 16, maxQueued: 100, operationTimeMs: 2000, now: () => clock });
+    await runTaking(fresh, advance, 1000);
+    expect(fresh.limit, 'one slow first read').to.equal(2);
+    // Reads one at a time took 100 ms each: a store that serves one at a time would take 500 ms, a
+    // quarter of the timeout, for five at once.
+    for (let count = 0; count < 20; count += 1) await runTaking(limiter, advance, 100);
     expect(limiter.limit).to.equal(5);
 
     // A burst of twelve: five go to the store, seven wait (the old bound sent all twelve at once).
@@ -192,7 +197,7 @@ describe('createConcurrencyLimiter', () => {
     }
     expect(limiter.limit, 'never above maxConcurrent').to.equal(16);
 
-    // However slow the store, one still runs.
+    // However slow the store, one still runs (an operation past the store timeout counts as the timeout).
     await runTaking(limiter, advance, 60_000);
     expect(limiter.limit, 'never below one').to.equal(1);
     const memory = createConcurrencyLimiter({ kind: 'read', maxConcurrent: 4, maxQueued: 10, operationTimeMs: 0, now: () => clock });
