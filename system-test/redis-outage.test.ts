@@ -7,6 +7,12 @@ import type { ServiceProcess } from './support/service-process';
 import { Traffic } from './support/traffic';
 import { waitFor } from './support/wait-for';
 
+/**
+ * REDIS_COMMAND_TIMEOUT_MS. Its default (200 ms) is a production bound: on a busy machine a reply
+ * slower than that makes a fallback episode of its own, logged and counted in memory, which the
+ * "logged once" and exact-after assertions would read as the outage's.
+ */
+const REDIS_WAIT_MS = 1000;
 const FALLBACK = /Redis unavailable, counting in memory/;
 const RECOVERY = /Redis is back/;
 
@@ -39,7 +45,7 @@ describe('Redis outage while traffic flows', function () {
         { id: 'steady', plan: 'enterprise', limits: { perMinute: 1_000_000, perDay: 100_000_000 } },
         ...['after-1', 'after-2', 'after-3'].map((id) => ({ id, plan: 'free' as const })),
       ],
-      { REDIS_URL: redis.url },
+      { REDIS_URL: redis.url, REDIS_COMMAND_TIMEOUT_MS: String(REDIS_WAIT_MS) },
     );
   });
   after(async () => {
@@ -71,7 +77,8 @@ describe('Redis outage while traffic flows', function () {
 
     expect(traffic.failures, 'no request failed at the network level or broke the contract').to.deep.equal([]);
     expect(traffic.statuses.filter((status) => status !== 200), 'every request succeeded').to.deep.equal([]);
-    expect(traffic.slowest, 'no request waited on Redis').to.be.below(2000);
+    // A request in flight when Redis went away waits for it at most REDIS_WAIT_MS; a second more for the rest of it.
+    expect(traffic.slowest, 'no request waited on Redis longer than REDIS_COMMAND_TIMEOUT_MS').to.be.below(REDIS_WAIT_MS + 1000);
     for (const gateway of replicas.gateways) {
       expect(count(gateway, FALLBACK), 'fallback logged once').to.equal(1);
       expect(count(gateway, RECOVERY), 'recovery logged once').to.equal(1);
