@@ -57,6 +57,9 @@ describe('Redis outage while traffic flows', function () {
     const traffic = new Traffic(replicas.urls, 'steady', 6);
     try {
       await traffic.waitFor(100);
+      // From here on: the first requests to fresh processes are slow on a busy machine for reasons
+      // of their own (code loaded on first use), which the bound below is not about.
+      traffic.slowest = 0;
       await redis.stop();
       for (const gateway of replicas.gateways) await logged(gateway, FALLBACK);
       await traffic.waitFor(300);
@@ -77,6 +80,7 @@ describe('Redis outage while traffic flows', function () {
 
     expect(traffic.failures, 'no request failed at the network level or broke the contract').to.deep.equal([]);
     expect(traffic.statuses.filter((status) => status !== 200), 'every request succeeded').to.deep.equal([]);
+    console.log(`      slowest of the requests from the outage on: ${traffic.slowest.toFixed(0)} ms`);
     // A request in flight when Redis went away waits for it at most REDIS_WAIT_MS; a second more for the rest of it.
     expect(traffic.slowest, 'no request waited on Redis longer than REDIS_COMMAND_TIMEOUT_MS').to.be.below(REDIS_WAIT_MS + 1000);
     for (const gateway of replicas.gateways) {
