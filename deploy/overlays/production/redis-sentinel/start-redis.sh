@@ -7,27 +7,37 @@
 #
 # A master that restarts comes back empty (nothing is persisted). If it came back as the master
 # (the Sentinels still name it while it is down for less than DOWN_AFTER_MS), the replicas would
-# copy its empty data set and every key's minute and day would start over. So when the Sentinels
-# name this very pod, they are asked to promote a replica, which still holds the counters, and
-# this pod replicates it; only if none can be promoted within 20 s (the whole set restarted) does
-# it start as the master.
+# copy its empty data set and every key's minute and day would start over. So:
+# - the other Sentinels are asked for up to 30 s before concluding that none is running: a busy
+#   Sentinel that answers late must not make pod 0 take the set's first-start path;
+# - when they name this very pod, they are asked to promote a replica, which still holds the
+#   counters, until one accepts, and this pod replicates it; only if none is promoted within 20 s
+#   (the whole set restarted) does it start as the master.
 set -eu
-. /scripts/find-master.sh
+SCRIPTS_DIR="${SCRIPTS_DIR:-/scripts}"
+REDIS_CONFIG_DIR="${REDIS_CONFIG_DIR:-/etc/redis/config}"
+SENTINEL_WAIT_S=30
+. "$SCRIPTS_DIR/find-master.sh"
+SENTINEL_WAIT_S=0
 if [ "$MASTER" = "$SELF" ] && [ "$FROM_SENTINEL" = yes ]; then
-  REDISCLI_AUTH="$(cat /etc/redis/secrets/sentinel-password)"
+  REDISCLI_AUTH="$(cat "$REDIS_SECRETS_DIR/sentinel-password")"
   export REDISCLI_AUTH
   for member in 0 1 2; do
-    timeout 3 redis-cli -h "redis-${member}.redis.${NAMESPACE}.svc.cluster.local" -p 26379 \
-      SENTINEL failover "$MASTER_NAME" >/dev/null 2>&1 && break
+    [ "redis-${member}" = "$(hostname)" ] && continue
+    reply="$(timeout 3 redis-cli -h "redis-${member}.redis.${NAMESPACE}.svc.cluster.local" -p 26379 \
+      SENTINEL failover "$MASTER_NAME" 2>/dev/null || true)"
+    case "$reply" in
+      OK | *INPROG*) break ;;
+    esac
   done
   unset REDISCLI_AUTH
   deadline=$(($(date +%s) + 20))
-  while [ "$MASTER" = "$SELF" ] && [ "$(date +%s)" -lt "$deadline" ]; do
+  while { [ "$MASTER" = "$SELF" ] || [ "$FROM_SENTINEL" = no ]; } && [ "$(date +%s)" -lt "$deadline" ]; do
     sleep 1
-    . /scripts/find-master.sh
+    . "$SCRIPTS_DIR/find-master.sh"
   done
 fi
-. /etc/redis/config/redis-acl.sh
+. "$REDIS_CONFIG_DIR/redis-acl.sh"
 printf 'masteruser replication\nmasterauth "%s"\n' "$(cat "$REDIS_SECRETS_DIR/replication-password")" > "$REDIS_RUN_DIR/replication.conf"
 set -- "$REDIS_RUN_DIR/replication.conf" --protected-mode no --save "" --appendonly no --maxmemory 96mb --maxmemory-policy volatile-ttl \
   --aclfile "$REDIS_RUN_DIR/users.acl" --replica-announce-ip "$SELF"

@@ -4,9 +4,9 @@
 # requires its own password of every client (the gateways, the other Sentinels: sentinel-pass),
 # and logs in to the data nodes as their ACL user `sentinel`.
 set -eu
-. /scripts/find-master.sh
-SENTINEL_PASSWORD="$(cat /etc/redis/secrets/sentinel-password)"
-DATA_PASSWORD="$(cat /etc/redis/secrets/sentinel-data-password)"
+. "${SCRIPTS_DIR:-/scripts}/find-master.sh"
+SENTINEL_PASSWORD="$(cat "$REDIS_SECRETS_DIR/sentinel-password")"
+DATA_PASSWORD="$(cat "$REDIS_SECRETS_DIR/sentinel-data-password")"
 umask 077
 cat > /sentinel/sentinel.conf <<CONF
 port 26379
