@@ -18,6 +18,8 @@
  *   j  a second process of f: two identical gateways, whose difference is the run's noise
  *   k  bench/feature-gateway.ts with everything on (the gateway's app from source, through tsx)
  *   l  the same without tracing (BENCH_WITHOUT=tracing): k − l is what propagation always costs
+ *   m  node:http + grpc-js's own `Channel` (`createCall`) with the client's channel options, no
+ *      generated Client, no retries, ts-proto decode: the grpc-js floor under b
  *
  * The variants (bench/floor/) are bundled by esbuild as `npm run build` bundles the services, and
  * every app runs on the same Node with the gateway image's flags, source maps included. autocannon
@@ -84,6 +86,7 @@ const VARIANTS = {
   j: { label: 'j the gateway (dist), again', entry: undefined },
   k: { label: 'k feature gateway, all on', entry: undefined },
   l: { label: 'l feature gateway, no tracing', entry: undefined },
+  m: { label: 'm node:http + grpc-js Channel', entry: 'm-grpc-js-channel' },
 } as const;
 
 /** The gateway variants' tracing settings, beside the OTLP sink's endpoint. */
@@ -99,6 +102,8 @@ const DIFFERENCES: ReadonlyArray<readonly [VariantName, VariantName, string]> = 
   ['c', 'b', 'express on an asynchronous response (c − b)'],
   ['d', 'b', 'connect-node instead of grpc-js (d − b)'],
   ['e', 'b', 'raw node:http2 instead of grpc-js (e − b)'],
+  ['b', 'm', 'createPetServiceClient over the Channel (b − m)'],
+  ['f', 'm', "the gateway's own share over the Channel floor (f − m)"],
   ['f', 'b', "the gateway's own share (f − b)"],
   ['f', 'c', 'the gateway against minimal express (f − c)'],
   ['f', 'i', 'this gateway against the baseline build (f − i)'],

@@ -1,12 +1,14 @@
 import {
-  type Channel,
+  Channel,
   type ChannelCredentials,
   type ChannelOptions,
   connectivityState,
   credentials as grpcCredentials,
+  type InterceptingListener,
   Metadata,
   status as Status,
   type ServiceError,
+  type StatusObject,
 } from '@grpc/grpc-js';
 import {
   type CreatePetRequest,
@@ -16,6 +18,7 @@ import {
   type ListPetsRequest,
   type ListPetsResponse,
   PetServiceClient,
+  PetServiceService,
 } from './gen/petstore/v1/pet_service';
 import { CertificateFiles, CertificateFilesError, type CertificateFilesOptions, type Certificates } from './certificate-files';
 import { IDEMPOTENCY_KEY_PATTERN } from './contract';
@@ -85,12 +88,35 @@ export interface CreatedPet extends CreatePetResponse {
   readonly replayed: boolean;
 }
 
+/** A create's answer as protobuf bytes (a CreatePetResponse), and whether it replays an earlier create. */
+export interface RawCreatedPet {
+  readonly bytes: Buffer;
+  readonly replayed: boolean;
+}
+
+/**
+ * The calls of {@link PromisePetServiceClient}, deadline, retries, cancellation, caller id and
+ * `onCallEnd` alike, answering the response message's protobuf bytes as received (a Buffer of its
+ * own per call), undecoded: for a caller that writes its answer from the bytes itself, without the
+ * generated decoder's objects.
+ */
+export interface RawPetServiceCalls {
+  listPets(request: ListPetsRequest, metadata?: Metadata, options?: PetServiceCallOptions): Promise<Buffer>;
+  createPet(request: CreatePetRequest, metadata?: Metadata, options?: PetServiceCallOptions): Promise<RawCreatedPet>;
+  getPet(request: GetPetRequest, metadata?: Metadata, options?: PetServiceCallOptions): Promise<Buffer>;
+}
+
 /** The pet service with promise-returning calls, each with a deadline; made by {@link createPetServiceClient}. */
 export interface PromisePetServiceClient {
   listPets(request: ListPetsRequest, metadata?: Metadata, options?: PetServiceCallOptions): Promise<ListPetsResponse>;
   createPet(request: CreatePetRequest, metadata?: Metadata, options?: PetServiceCallOptions): Promise<CreatedPet>;
   getPet(request: GetPetRequest, metadata?: Metadata, options?: PetServiceCallOptions): Promise<GetPetResponse>;
-  /** The generated ts-proto client underneath, on the same channel. */
+  /** The same calls, answering the response's protobuf bytes undecoded. */
+  readonly raw: RawPetServiceCalls;
+  /**
+   * A generated ts-proto client on the same channel, made when first read: the calls above do not
+   * go through it, and its calls have none of their defaults but the channel's.
+   */
   readonly client: PetServiceClient;
   /** The channel, for other clients of the same service (health checks) to share. */
   readonly channel: Channel;
@@ -176,12 +202,20 @@ export function defaultChannelOptions(keepalive: KeepaliveOptions | false = DEFA
   };
 }
 
-type Unary<Req, Res> = (
-  request: Req,
-  metadata: Metadata,
-  options: { deadline: number },
-  callback: (error: ServiceError | null, response: Res) => void,
-) => { on(event: 'metadata', listener: (metadata: Metadata) => void): unknown; cancel(): void };
+/**
+ * A unary method as the channel calls it: its path, the request's encoder and the response's
+ * decoder, all from ts-proto's generated service definition ({@link PetServiceService}).
+ */
+interface UnaryMethod<Req, Res> {
+  readonly path: string;
+  readonly requestSerialize: (request: Req) => Buffer;
+  readonly responseDeserialize: (bytes: Buffer) => Res;
+}
+
+/** A method whose response is answered as received: its protobuf bytes, undecoded. */
+function undecoded<Req>(method: UnaryMethod<Req, unknown>): UnaryMethod<Req, Buffer> {
+  return { path: method.path, requestSerialize: method.requestSerialize, responseDeserialize: (bytes) => bytes };
+}
 
 /**
  * The pet service's retry pushback in `error`'s trailers, in milliseconds: undefined when it sent
@@ -193,14 +227,24 @@ function pushbackOf(error: ServiceError): number | undefined {
   return typeof value === 'string' && /^\d{1,9}$/.test(value) ? Number(value) : -1;
 }
 
-/** What a call cancelled through its signal rejects with: grpc-js's own error for `cancel()`. */
-function cancelledError(): ServiceError {
-  return Object.assign(new Error(`${Status.CANCELLED} CANCELLED: Cancelled on client`), {
-    code: Status.CANCELLED,
-    details: 'Cancelled on client',
-    metadata: new Metadata(),
+/**
+ * A failed call's error, as grpc-js's generated clients make it (`callErrorFromStatus`): an Error
+ * whose message is `<code> <NAME>: <details>`, with the status's code, details and metadata.
+ */
+function callError(status: StatusObject): ServiceError {
+  return Object.assign(new Error(`${status.code} ${Status[status.code]}: ${status.details}`), {
+    code: status.code,
+    details: status.details,
+    metadata: status.metadata,
   });
 }
+
+/** What a call cancelled through its signal rejects with: grpc-js's own error for `cancel()`. */
+function cancelledError(): ServiceError {
+  return callError({ code: Status.CANCELLED, details: CANCELLED_ON_CLIENT, metadata: new Metadata() });
+}
+
+const CANCELLED_ON_CLIENT = 'Cancelled on client';
 
 /** Resolves after `ms`, or rejects with {@link cancelledError} as soon as `signal` aborts. */
 function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
@@ -218,12 +262,86 @@ function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
 }
 
 /**
+ * One attempt of a unary call on the channel: the request's bytes out, one response back, the
+ * call's status settling the promise. What grpc-js's generated client adds above its channel
+ * (interceptors, a call object with events, a stack trace captured per call) is left out; what it
+ * checks of a unary answer is kept: a response that cannot be decoded is INTERNAL, a call that ends
+ * OK without a response is UNIMPLEMENTED, and so is a second response (failed as it arrives, where
+ * the generated client waits out the deadline). Aborting `signal` cancels the call, as the
+ * generated client's `cancel()` does. Also the listener for the signal's abort.
+ */
+class UnaryAttempt<Res> implements InterceptingListener {
+  private response: Res | undefined;
+  private received = false;
+  /** A status of this side's own (an undecodable response), reported instead of the call's. */
+  private failure: StatusObject | undefined;
+  private readonly call: ReturnType<Channel['createCall']>;
+
+  constructor(
+    channel: Channel,
+    private readonly method: UnaryMethod<never, Res>,
+    message: Buffer,
+    metadata: Metadata,
+    deadline: number,
+    private readonly signal: AbortSignal | undefined,
+    private readonly onMetadata: ((metadata: Metadata) => void) | undefined,
+    private readonly resolve: (response: Res) => void,
+    private readonly reject: (error: ServiceError) => void,
+  ) {
+    this.call = channel.createCall(method.path, deadline, undefined, null, undefined);
+    this.call.start(metadata, this);
+    this.call.startRead();
+    this.call.sendMessageWithContext({}, message);
+    this.call.halfClose();
+    signal?.addEventListener('abort', this);
+  }
+
+  onReceiveMetadata(metadata: Metadata): void {
+    this.onMetadata?.(metadata);
+  }
+
+  onReceiveMessage(bytes: Buffer): void {
+    if (this.received) {
+      this.call.cancelWithStatus(Status.UNIMPLEMENTED, 'Too many responses received');
+      return;
+    }
+    this.received = true;
+    try {
+      this.response = this.method.responseDeserialize(bytes);
+    } catch (error) {
+      this.failure = { code: Status.INTERNAL, details: `Response message parsing error: ${(error as Error).message}`, metadata: new Metadata() };
+      this.call.cancelWithStatus(this.failure.code, this.failure.details);
+      return;
+    }
+    // Read on, so that a second response is seen (and refused) rather than left unread.
+    this.call.startRead();
+  }
+
+  onReceiveStatus(status: StatusObject): void {
+    this.signal?.removeEventListener('abort', this);
+    const final = this.failure ?? status;
+    if (final.code !== Status.OK) this.reject(callError(final));
+    else if (!this.received) this.reject(callError({ code: Status.UNIMPLEMENTED, details: 'No message received', metadata: final.metadata }));
+    else this.resolve(this.response!);
+  }
+
+  /** The signal aborted: the stream is reset, and the status that follows is CANCELLED. */
+  handleEvent(): void {
+    this.call.cancelWithStatus(Status.CANCELLED, CANCELLED_ON_CLIENT);
+  }
+}
+
+/**
  * The pet service client for any process that calls it, the gateway included, with the production
  * defaults: a deadline on every call, reads retried on UNAVAILABLE (unless the pet service pushes
  * back), cancellation through an AbortSignal per call, round_robin over every address
  * of a `dns:///` target, keepalive, quick reconnects. Make one per process and keep it: HTTP/2
  * multiplexes every call over its channel, and a client per request would pay a connection setup
  * each time.
+ *
+ * Calls are made on grpc-js's `Channel` itself (`createCall`), encoded and decoded by the generated
+ * {@link PetServiceService} definition, not through the generated client's per-call machinery
+ * (docs/decisions.md).
  *
  * @param target `host:port`, or `dns:///name:port` (a headless Service) to balance over every pod.
  */
@@ -240,44 +358,21 @@ export function createPetServiceClient(target: string, options: PetServiceClient
     certificates === undefined
       ? (options.credentials ?? grpcCredentials.createInsecure())
       : createTlsChannelCredentials(certificates);
-  const client = new PetServiceClient(target, credentials, {
+  const channel = new Channel(target, credentials, {
     ...defaultChannelOptions(options.keepalive),
     ...options.channelOptions,
   });
-  const channel = client.getChannel() as Channel;
-  const once = <Req, Res>(
-    method: Unary<Req, Res>,
-    request: Req,
+  const once = <Res>(
+    method: UnaryMethod<never, Res>,
+    message: Buffer,
     metadata: Metadata,
     deadline: number,
     signal: AbortSignal | undefined,
-    onMetadata?: (metadata: Metadata) => void,
+    onMetadata: ((metadata: Metadata) => void) | undefined,
   ): Promise<Res> =>
     new Promise((resolve, reject) => {
-      if (signal?.aborted === true) {
-        reject(cancelledError());
-        return;
-      }
-      // grpc-js captures a stack trace (`new Error()`) at every call, only to append it to the
-      // message of an error, a cost every read paid. The error's own stack is still captured
-      // when a call fails.
-      const stackTraceLimit = Error.stackTraceLimit;
-      Error.stackTraceLimit = 0;
-      let pending: ReturnType<Unary<Req, Res>> | undefined;
-      // grpc-js answers cancel() through the callback, with CANCELLED.
-      const cancel = signal === undefined ? undefined : (): void => pending?.cancel();
-      try {
-        pending = method.call(client, request, metadata, { deadline }, (error, response) => {
-          if (cancel !== undefined) signal!.removeEventListener('abort', cancel);
-          if (error) reject(error);
-          else resolve(response);
-        });
-      } finally {
-        Error.stackTraceLimit = stackTraceLimit;
-      }
-      if (cancel !== undefined) signal!.addEventListener('abort', cancel, { once: true });
-      // Initial metadata arrives before the response, so it is read before the promise settles.
-      if (onMetadata !== undefined) pending.on('metadata', onMetadata);
+      if (signal?.aborted === true) reject(cancelledError());
+      else new UnaryAttempt(channel, method, message, metadata, deadline, signal, onMetadata, resolve, reject);
     });
   const retryable = (error: unknown, retry: number, deadline: number, idempotent: boolean): number | undefined => {
     const failure = error as ServiceError;
@@ -295,8 +390,16 @@ export function createPetServiceClient(target: string, options: PetServiceClient
     copy.set(CALLER_ID_METADATA, callerId);
     return copy;
   };
+  /** The request encoded once for every attempt; an encoder's throw is INTERNAL, as in grpc-js. */
+  const encode = <Req>(method: UnaryMethod<Req, unknown>, request: Req): Buffer => {
+    try {
+      return method.requestSerialize(request);
+    } catch (error) {
+      throw callError({ code: Status.INTERNAL, details: `Request message serialization failure: ${(error as Error).message}`, metadata: new Metadata() });
+    }
+  };
   const call =
-    <Req, Res>(name: PetServiceMethod, method: Unary<Req, Res>, retries: boolean) =>
+    <Req, Res>(name: PetServiceMethod, method: UnaryMethod<Req, Res>, retries: boolean) =>
     async (
       request: Req,
       metadata: Metadata = new Metadata(),
@@ -309,44 +412,60 @@ export function createPetServiceClient(target: string, options: PetServiceClient
       const signal = options?.signal;
       let code = Status.OK;
       try {
+        const message = encode(method, request);
         for (let retry = 0; ; retry += 1) {
           try {
-            return await once(method, request, sent, deadline, signal, onMetadata);
+            return await once(method, message, sent, deadline, signal, onMetadata);
           } catch (error) {
             const wait = signal?.aborted === true ? undefined : retryable(error, retry, deadline, retries);
-            if (wait === undefined) {
-              code = (error as ServiceError).code ?? Status.UNKNOWN;
-              throw error;
-            }
-            try {
-              await pause(wait, signal);
-            } catch (cancelled) {
-              code = Status.CANCELLED;
-              throw cancelled;
-            }
+            if (wait === undefined) throw error;
+            await pause(wait, signal);
           }
         }
+      } catch (error) {
+        code = (error as ServiceError).code ?? Status.UNKNOWN;
+        throw error;
       } finally {
         if (onCallEnd !== undefined) onCallEnd(name, code, start);
       }
     };
-  const retryReads = options.retryReads ?? true;
-  const createPet = call<CreatePetRequest, CreatePetResponse>('CreatePet', client.createPet, false);
-  return {
-    listPets: call<ListPetsRequest, ListPetsResponse>('ListPets', client.listPets, retryReads),
-    async createPet(request, metadata, options) {
+  /** CreatePet with its answer's replay flag, read from the response headers. */
+  const created =
+    <Res>(create: ReturnType<typeof call<CreatePetRequest, Res>>) =>
+    async (request: CreatePetRequest, metadata?: Metadata, options?: PetServiceCallOptions): Promise<{ response: Res; replayed: boolean }> => {
       let replayed = false;
-      const response = await createPet(request, metadata, options, (headers) => {
+      const response = await create(request, metadata, options, (headers) => {
         replayed = headers.get(IDEMPOTENT_REPLAYED_METADATA)[0] === 'true';
       });
+      return { response, replayed };
+    };
+  const retryReads = options.retryReads ?? true;
+  const { listPets, getPet, createPet } = PetServiceService;
+  const createDecoded = created(call('CreatePet', createPet, false));
+  const createRaw = created(call('CreatePet', undecoded(createPet), false));
+  let generated: PetServiceClient | undefined;
+  return {
+    listPets: call('ListPets', listPets, retryReads),
+    async createPet(request, metadata, options) {
+      const { response, replayed } = await createDecoded(request, metadata, options);
       return { ...response, replayed };
     },
-    getPet: call<GetPetRequest, GetPetResponse>('GetPet', client.getPet, retryReads),
-    client,
+    getPet: call('GetPet', getPet, retryReads),
+    raw: {
+      listPets: call('ListPets', undecoded(listPets), retryReads),
+      async createPet(request, metadata, options) {
+        const { response, replayed } = await createRaw(request, metadata, options);
+        return { bytes: response, replayed };
+      },
+      getPet: call('GetPet', undecoded(getPet), retryReads),
+    },
+    get client() {
+      return (generated ??= new PetServiceClient(target, credentials, { channelOverride: channel }));
+    },
     channel,
     certificates: () => certificates?.current,
     close: () => {
-      client.close();
+      channel.close();
       certificates?.close();
     },
   };

@@ -1,10 +1,14 @@
 import { createServer as createTcpServer, connect, type Server as TcpServer, type Socket } from 'node:net';
-import { status as Status, type ServiceError } from '@grpc/grpc-js';
+import { Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
 import {
   callMetadata,
+  CreatePetResponse,
   createPetServiceClient,
   defaultChannelOptions,
+  GetPetResponse,
+  ListPetsResponse,
   MIN_RESOLUTION_INTERVAL_MS,
+  type PetServiceMethod,
   type PromisePetServiceClient,
   READ_RETRY_BACKOFF_MS,
 } from '@petstore/proto';
@@ -20,6 +24,7 @@ import { createMetrics as createPetServiceMetrics } from '../pet-service/src/obs
 import type { PetServiceError } from '../pet-service/src/pets/pet-service-error';
 import { addFakeDnsName } from './support/fake-dns-preload';
 import { startScriptedPetService, type ScriptedPetService } from './support/scripted-pet-service';
+import { type RawAnswer, startRawGrpcServer } from './support/raw-grpc-server';
 
 const LIST = { pageSize: 1, pageToken: '', status: 0 };
 const PET = { id: '1', name: 'Rex', categoryId: '1', status: 1 };
@@ -30,6 +35,20 @@ async function failure(call: Promise<unknown>): Promise<Status> {
     await call;
   } catch (error) {
     return (error as ServiceError).code;
+  }
+  return expect.fail('the call succeeded');
+}
+
+/** What a failed call's error says: its message, code, details and metadata (but the server's `date`). */
+async function errorOf(call: Promise<unknown>): Promise<{ message: string; code: Status; details: string; metadata: Record<string, unknown> }> {
+  try {
+    await call;
+  } catch (error) {
+    const { message, code, details, metadata } = error as ServiceError;
+    expect(error).to.be.an.instanceOf(Error);
+    const sent = metadata.getMap();
+    delete sent.date;
+    return { message, code, details, metadata: sent };
   }
   return expect.fail('the call succeeded');
 }
@@ -303,6 +322,137 @@ describe('createPetServiceClient (@petstore/proto) against real gRPC servers on 
       for (let call = 0; call < 30; call += 1) after.add((await pets.getPet({ id: '1' })).pet!.name);
       expect([...after]).to.have.members(['second', 'third']);
     });
+  });
+
+  describe('a unary answer as grpc-js checks it (a server on node:http2: no gRPC library answers so)', () => {
+    const PET_RESPONSE = GetPetResponse.encode({ pet: PET }).finish();
+    const ANSWERS: ReadonlyArray<readonly [string, RawAnswer]> = [
+      ['a status in the headers alone (trailers-only)', { headers: { 'grpc-status': '5', 'grpc-message': 'no such pet', 'x-extra': 'yes' } }],
+      ['a status and metadata in the trailers', { headers: { 'x-initial': 'a' }, trailers: { 'grpc-status': '9', 'grpc-message': 'not now', 'x-extra': 'yes' } }],
+      ['OK without a response', { trailers: { 'grpc-status': '0' } }],
+      ['OK with bytes that are no GetPetResponse', { messages: [Buffer.from([0xff, 0xff, 0xff])], trailers: { 'grpc-status': '0' } }],
+    ];
+
+    for (const [name, answer] of ANSWERS) {
+      it(`fails as grpc-js's generated client does on ${name}: same message, code, details and metadata`, async () => {
+        const server = await startRawGrpcServer(answer);
+        cleanups.push(() => server.close());
+        const pets = client(`127.0.0.1:${server.port}`);
+        const ours = await errorOf(pets.getPet({ id: '1' }));
+        expect(pets.client.getChannel(), 'the generated client shares the channel').to.equal(pets.channel);
+        const generated = await errorOf(
+          new Promise((resolve, reject) => pets.client.getPet({ id: '1' }, new Metadata(), { deadline: Date.now() + 2000 }, (error, response) => (error ? reject(error) : resolve(response)))),
+        );
+        expect(ours).to.deep.equal(generated);
+        expect(ours.code, 'not OK').to.not.equal(Status.OK);
+      });
+    }
+
+    it('fails a request that cannot be encoded INTERNAL, as grpc-js does, and sends nothing', async () => {
+      const server = await startRawGrpcServer({ messages: [PET_RESPONSE], trailers: { 'grpc-status': '0' } });
+      cleanups.push(() => server.close());
+      const pets = client(`127.0.0.1:${server.port}`);
+      const ours = await errorOf(pets.getPet({ id: 'not a number' }));
+      expect(ours).to.include({ code: Status.INTERNAL });
+      expect(ours.details).to.match(/^Request message serialization failure: /);
+      expect(server.calls).to.equal(0);
+      const generated = await errorOf(
+        new Promise((resolve, reject) => pets.client.getPet({ id: 'not a number' }, new Metadata(), { deadline: Date.now() + 2000 }, (error, response) => (error ? reject(error) : resolve(response)))),
+      );
+      expect(ours).to.deep.equal(generated);
+    });
+
+    it('fails a call answered twice UNIMPLEMENTED as the second answer arrives, where the generated client waits out the deadline', async () => {
+      const server = await startRawGrpcServer({ messages: [PET_RESPONSE, PET_RESPONSE], trailers: { 'grpc-status': '0' } });
+      cleanups.push(() => server.close());
+      const pets = client(`127.0.0.1:${server.port}`, { deadlineMs: 10_000 });
+      const started = Date.now();
+      expect(await errorOf(pets.getPet({ id: '1' }))).to.deep.include({ code: Status.UNIMPLEMENTED, details: 'Too many responses received' });
+      expect(Date.now() - started, 'long before the deadline').to.be.below(5000);
+    });
+
+    it('answers the response as sent', async () => {
+      const server = await startRawGrpcServer({ messages: [PET_RESPONSE], trailers: { 'grpc-status': '0' } });
+      cleanups.push(() => server.close());
+      const pets = client(`127.0.0.1:${server.port}`);
+      expect(await pets.getPet({ id: '1' })).to.deep.equal({ pet: PET });
+      expect(await pets.raw.getPet({ id: '1' })).to.deep.equal(Buffer.from(PET_RESPONSE));
+    });
+  });
+
+  describe('raw: the same calls answering the response bytes', () => {
+    it('answers the bytes the pet service sent, which decode to what the decoding calls answer', async () => {
+      const repository = new MemoryPetRepository();
+      for (const name of ['Rex', 'Nala', 'Émile "the cat"']) await repository.create({ name, categoryId: 9_223_372_036_854_775_807n, status: 'available' });
+      const server = await petService({ repository });
+      cleanups.push(() => server.shutdown());
+      const pets = client(`127.0.0.1:${server.port}`);
+      const page = { pageSize: 2, pageToken: '', status: 0 };
+
+      const listed = await pets.raw.listPets(page);
+      expect(listed).to.be.an.instanceOf(Buffer);
+      const decoded = await pets.listPets(page);
+      expect(ListPetsResponse.decode(listed)).to.deep.equal(decoded);
+      expect(Buffer.from(ListPetsResponse.encode(decoded).finish()), 'byte for byte').to.deep.equal(listed);
+      expect(decoded.pets.map((pet) => pet.name)).to.deep.equal(['Rex', 'Nala']);
+      expect(GetPetResponse.decode(await pets.raw.getPet({ id: decoded.pets[1]!.id }))).to.deep.equal(await pets.getPet({ id: decoded.pets[1]!.id }));
+
+      const create = () => pets.raw.createPet({ name: 'Kit', categoryId: '1', status: 0 }, callMetadata({ idempotencyKey: 'raw-1' }));
+      const first = await create();
+      expect(first.replayed).to.equal(false);
+      const again = await create();
+      expect(again.replayed).to.equal(true);
+      expect(CreatePetResponse.decode(again.bytes)).to.deep.equal(CreatePetResponse.decode(first.bytes));
+      expect(CreatePetResponse.decode(first.bytes).pet?.name).to.equal('Kit');
+    });
+
+    it('keeps the deadline and the read retries, and never retries a create', async () => {
+      const scripted = await startScriptedPetService({
+        getPet: (attempt) => (attempt <= READ_RETRY_BACKOFF_MS.length ? { fail: Status.UNAVAILABLE } : { pet: PET }),
+        createPet: () => ({ fail: Status.UNAVAILABLE }),
+      });
+      cleanups.push(() => scripted.close());
+      const pets = client(`127.0.0.1:${scripted.port}`);
+      expect(GetPetResponse.decode(await pets.raw.getPet({ id: '1' }))).to.deep.equal({ pet: PET });
+      expect(scripted.calls.getPet).to.equal(1 + READ_RETRY_BACKOFF_MS.length);
+      expect(await failure(pets.raw.createPet({ name: 'Rex', categoryId: '1', status: 0 }))).to.equal(Status.UNAVAILABLE);
+      expect(scripted.calls.createPet, 'a create is never retried').to.equal(1);
+
+      const repository = new HeldReadsRepository();
+      const held = await petService({ repository });
+      cleanups.push(() => held.shutdown(), () => repository.release());
+      const started = Date.now();
+      expect(await failure(client(`127.0.0.1:${held.port}`, { deadlineMs: 300 }).raw.listPets(LIST))).to.equal(Status.DEADLINE_EXCEEDED);
+      expect(Date.now() - started).to.be.at.least(290);
+    });
+  });
+
+  it('reports every call once to onCallEnd, with its final status, retries included', async () => {
+    const scripted = await startScriptedPetService({
+      getPet: (attempt) => (attempt <= READ_RETRY_BACKOFF_MS.length ? { fail: Status.UNAVAILABLE } : { pet: PET }),
+      listPets: () => ({ fail: Status.UNAVAILABLE }),
+      createPet: () => ({ fail: Status.INVALID_ARGUMENT }),
+    });
+    cleanups.push(() => scripted.close());
+    const ended: Array<[PetServiceMethod, string]> = [];
+    const pets = client(`127.0.0.1:${scripted.port}`, {
+      onCallEnd: (method, code, startedAt) => {
+        expect(typeof startedAt).to.equal('bigint');
+        ended.push([method, Status[code]!]);
+      },
+    });
+    await pets.getPet({ id: '1' });
+    await failure(pets.listPets(LIST));
+    await failure(pets.createPet({ name: 'Rex', categoryId: '1', status: 0 }));
+    await failure(pets.getPet({ id: '1' }, undefined, { signal: AbortSignal.abort() }));
+    await failure(pets.raw.getPet({ id: 'not a number' }));
+    expect(ended).to.deep.equal([
+      ['GetPet', 'OK'],
+      ['ListPets', 'UNAVAILABLE'],
+      ['CreatePet', 'INVALID_ARGUMENT'],
+      ['GetPet', 'CANCELLED'],
+      ['GetPet', 'INTERNAL'],
+    ]);
   });
 
   it('sends x-request-id and x-caller-id, the client-wide caller id unless a call names its own', async () => {
