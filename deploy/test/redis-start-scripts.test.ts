@@ -63,7 +63,7 @@ const STUBS: Record<string, string> = {
 function runStartRedis(world: World): Outcome {
   const dir = mkdtempSync(join(tmpdir(), 'redis-start-'));
   try {
-    const [bin, secrets, config, run] = ['bin', 'secrets', 'config', 'run'].map((name) => join(dir, name));
+    const [bin, secrets, config, run] = [join(dir, 'bin'), join(dir, 'secrets'), join(dir, 'config'), join(dir, 'run')] as const;
     for (const folder of [bin, secrets, config, run]) mkdirSync(folder);
     for (const [name, body] of Object.entries(STUBS)) {
       writeFileSync(join(bin, name), `#!/bin/sh\n${body}\n`);

@@ -16,7 +16,8 @@ import { compileComponentSchema, describeErrors } from '../http/json-schema';
 import { readJsonBody } from '../http/json-body';
 import { sendJson } from '../http/send-json';
 import { fieldCount } from '../http/raw-headers';
-import { petsToJson, petToJson, toWireStatus } from '../http/pet-json';
+import { toWireStatus } from '../http/pet-json';
+import { listPetsResponseToJson, petResponseToJson } from '../http/pet-json-from-wire';
 
 export interface PetsRoutesOptions {
   readonly petClient: PetClient;
@@ -75,7 +76,8 @@ const TWO_IDEMPOTENCY_KEYS = ApiError.invalid('Idempotency-Key', ONE_VALUE_PROBL
 
 /**
  * `/v1/pets` and `/v1/pets/{petId}`, the product's hot path: JSON in, one gRPC call each, JSON
- * out, on `node:http` without express's router, whose per-request machinery (layers, path
+ * out, written straight from the answer's protobuf bytes (pet-json-from-wire.ts), on `node:http`
+ * without express's router, whose per-request machinery (layers, path
  * matching, `next` chains, prototype swaps) costs more than these routes themselves. They answer
  * exactly as express would: the same statuses, headers, Error bodies and 405s with `Allow`; HEAD
  * is served as GET.
@@ -93,11 +95,12 @@ export function createPetsRoutes({ petClient, now, onInternalError, onShed, trac
   const listPets = async (request: IncomingMessage, response: ServerResponse, context: RequestContext): Promise<void> => {
     const query = readListQuery(parseQuery(parseUrl(request)!.query as string | null ?? ''));
     const listRequest = { pageSize: query.limit, pageToken: query.cursor ?? '', status: toWireStatus(query.status) };
-    const { pets, nextPageToken } = await tracedCall(tracer, context.span, 'ListPets', { requestId: context.requestId }, (metadata) =>
-      petClient.listPets(listRequest, metadata, cancellable(context)),
+    const bytes = await tracedCall(tracer, context.span, 'ListPets', { requestId: context.requestId }, (metadata) =>
+      petClient.raw.listPets(listRequest, metadata, cancellable(context)),
     );
+    const { body, nextPageToken } = listPetsResponseToJson(bytes);
     if (nextPageToken !== '') response.setHeader('Link', nextLink(query, nextPageToken));
-    sendJson(response, 200, petsToJson(pets));
+    sendJson(response, 200, body);
   };
 
   const createPet = async (request: IncomingMessage, response: ServerResponse, context: RequestContext): Promise<void> => {
@@ -119,20 +122,21 @@ export function createPetsRoutes({ petClient, now, onInternalError, onShed, trac
         : { requestId: context.requestId, idempotencyKey: idempotencyKey as string, callerId: context.key!.id };
     const newPet = { name: pet.name, categoryId: pet.categoryId.toString(), status: toWireStatus(pet.status) };
     const created = await tracedCall(tracer, context.span, 'CreatePet', values, (metadata) =>
-      petClient.createPet(newPet, metadata, cancellable(context)),
+      petClient.raw.createPet(newPet, metadata, cancellable(context)),
     );
-    response.setHeader('Location', `/v1/pets/${created.pet!.id}`);
+    const answer = petResponseToJson(created.bytes);
+    response.setHeader('Location', `/v1/pets/${answer.id}`);
     if (created.replayed) response.setHeader('Idempotent-Replayed', 'true');
-    sendJson(response, 201, petToJson(created.pet!));
+    sendJson(response, 201, answer.body);
   };
 
   const getPet = async (response: ServerResponse, context: RequestContext, petId: string): Promise<void> => {
     markDeprecated(response, now());
     if (!isPositiveInt64(petId)) throw LEADING_ZERO.test(petId) ? PET_ID_LEADING_ZERO : NOT_A_PET_ID;
-    const { pet } = await tracedCall(tracer, context.span, 'GetPet', { requestId: context.requestId }, (metadata) =>
-      petClient.getPet({ id: petId }, metadata, cancellable(context)),
+    const bytes = await tracedCall(tracer, context.span, 'GetPet', { requestId: context.requestId }, (metadata) =>
+      petClient.raw.getPet({ id: petId }, metadata, cancellable(context)),
     );
-    sendJson(response, 200, petToJson(pet!));
+    sendJson(response, 200, petResponseToJson(bytes).body);
   };
 
   const serve: ServedRoutes['serve'] = (request, response, context, path) => {
