@@ -40,7 +40,7 @@ export function createPetServiceHandlers({
       const afterId = issued === undefined ? undefined : pageTokens.resume(issued, status).afterId;
       // One extra record tells whether another page exists without a count query.
       const query = { status, afterId, limit: pageSize + 1 };
-      const records = await reads.run(() => repository.list(query, signalOf(call), span), call);
+      const records = await reads.run(() => whileLive(call, (signal) => repository.list(query, signal, span)), call);
       const page = records.slice(0, pageSize);
       const nextPageToken =
         records.length > pageSize ? pageTokens.encode({ afterId: page[page.length - 1]!.id, status }) : '';
@@ -59,7 +59,7 @@ export function createPetServiceHandlers({
     }),
     getPet: unary('GetPet', async (request, call, span) => {
       const id = validateGet(request);
-      const record = await reads.run(() => repository.get(id, signalOf(call), span), call);
+      const record = await reads.run(() => whileLive(call, (signal) => repository.get(id, signal, span)), call);
       if (record === undefined) throw new PetServiceError(Status.NOT_FOUND, `pet ${id} not found`);
       return { pet: toWire(record) };
     }),
@@ -67,15 +67,22 @@ export function createPetServiceHandlers({
 }
 
 /**
- * Aborted when `call` is cancelled: its client cancelled it or went away, or its deadline passed
- * (grpc-js cancels the call then, too). Made when the read starts, after its wait for a turn.
+ * Runs `read` with a signal aborted when `call` is cancelled while it runs: its client cancelled it
+ * or went away, or its deadline passed (grpc-js cancels the call then, too). Made when the read
+ * starts, after its wait for a turn. The listener goes when the read ends: grpc-js reports every
+ * call cancelled once its stream closes, answered or not, and an abort then would build an error
+ * (its stack captured) for a read long finished, on every call.
  */
-function signalOf(call: LimitedCaller): AbortSignal {
+async function whileLive<T>(call: LimitedCaller, read: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const controller = new AbortController();
   const abort = (): void => controller.abort(new PetServiceError(Status.CANCELLED, 'cancelled while reading'));
   if (call.cancelled) abort();
   else call.once('cancelled', abort);
-  return controller.signal;
+  try {
+    return await read(controller.signal);
+  } finally {
+    call.removeListener('cancelled', abort);
+  }
 }
 
 function replayedMetadata(): Metadata {

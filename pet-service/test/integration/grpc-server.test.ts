@@ -252,6 +252,38 @@ function capturedLogs(level = 'info'): { logger: pino.Logger; lines: LogLine[]; 
   };
 }
 
+describe("a read's cancellation signal", () => {
+  it('is aborted only while its read runs: a call answered, its stream then closed, leaves it untouched', async () => {
+    // grpc-js reports every call cancelled once its stream closes, answered or not; an abort then
+    // built an error with its stack for every call (a profile's 4% of the pet service's CPU).
+    const signals: AbortSignal[] = [];
+    const memory = new MemoryPetRepository();
+    const repository = Object.assign(Object.create(memory) as MemoryPetRepository, {
+      list: (query: Parameters<MemoryPetRepository['list']>[0], signal: AbortSignal) => {
+        signals.push(signal);
+        return memory.list(query);
+      },
+      get: (id: bigint, signal: AbortSignal) => {
+        signals.push(signal);
+        return memory.get(id);
+      },
+    });
+    const server = await createServer({ host: '127.0.0.1', port: 0, repository, pageTokenSecret: 's' });
+    const client = new PetServiceClient(`127.0.0.1:${server.port}`, credentials.createInsecure());
+    try {
+      await invoke<ListPetsRequest, ListPetsResponse>(client, client.listPets, { pageSize: 1, pageToken: '', status: 0 });
+      await invoke<GetPetRequest, GetPetResponse>(client, client.getPet, { id: '1' }).catch(() => undefined);
+    } finally {
+      client.close();
+      // Every stream closed, and what grpc-js does on a close done, once the server has stopped.
+      await server.shutdown();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(signals).to.have.length(2);
+    expect(signals.map((signal) => signal.aborted)).to.deep.equal([false, false]);
+  });
+});
+
 describe('pet service shutdown', () => {
   it('finishes in-flight calls, refuses new ones, then closes the store', async () => {
     const gate: Array<() => void> = [];
