@@ -65,6 +65,8 @@ const ALLOCATION_PROBE = { entry: 'allocation-probe', key: 'benchAllocatedBytes'
  * The gateway image's Node flags (gateway/Dockerfile), for every app, and the allocation probe;
  * startService adds `--enable-source-maps`.
  */
+/** Node flags variant j adds to f's (BENCH_J_NODE_FLAGS, space-separated): a flag measured against f in the same run. */
+const J_EXTRA_NODE_FLAGS = (process.env.BENCH_J_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 const APP_NODE_FLAGS = [
   '--max-semi-space-size=4',
   '--max-old-space-size=64',
@@ -273,7 +275,9 @@ async function main(): Promise<void> {
           ? await startService(
               'gateway',
               { PET_SERVICE_ADDR: petServiceAddr, API_KEYS_FILE: keysFile, REDIS_URL: '', BAN_THRESHOLD: '1000000000', LOG_LEVEL: 'info', ...tracing },
-              name === 'i' ? { script: baselineScript!, nodeFlags: APP_NODE_FLAGS } : { compiled: true, nodeFlags: APP_NODE_FLAGS },
+              name === 'i'
+                ? { script: baselineScript!, nodeFlags: APP_NODE_FLAGS }
+                : { compiled: true, nodeFlags: name === 'j' ? [...APP_NODE_FLAGS, ...J_EXTRA_NODE_FLAGS] : APP_NODE_FLAGS },
             )
           : await startService(`floor ${name}`, { PET_SERVICE_ADDR: petServiceAddr, FLOOR_LIST_BODY_FILE: join(dir, 'list.json') }, { script: join(OUT_DIR, `${entry}.js`), nodeFlags: APP_NODE_FLAGS });
       processes.push(service);
