@@ -1,14 +1,13 @@
 /** The three PetService RPCs: validation, then one repository call each. */
 import { Metadata, status as Status } from '@grpc/grpc-js';
-import { IDEMPOTENT_REPLAYED_METADATA, type Pet, type PetServiceServer } from '@petstore/proto';
+import { IDEMPOTENT_REPLAYED_METADATA, type PetServiceServer } from '@petstore/proto';
 import type { PageTokenCodec } from '../pets/page-token';
-import type { PetRecord } from '../pets/pet-record';
 import type { InstrumentedRepository } from '../store/instrumented-repository';
 import type { ConcurrencyLimiter, LimitedCaller } from '../store/concurrency-limiter';
 import { idempotencyClaim, idempotencyKeyOf } from '../pets/idempotency';
 import { PetServiceError } from '../pets/pet-service-error';
-import { toWireStatus } from '../pets/pet-status';
 import { validateCreate, validateGet, validateList } from '../pets/pet-validation';
+import { StoredPetsPage, toWire } from './list-pets-serializer';
 import { createUnaryCall, type UnaryCallDependencies } from './unary-call';
 
 export interface HandlerDependencies extends UnaryCallDependencies {
@@ -41,10 +40,9 @@ export function createPetServiceHandlers({
       // One extra record tells whether another page exists without a count query.
       const query = { status, afterId, limit: pageSize + 1 };
       const records = await reads.run(() => whileLive(call, (signal) => repository.list(query, signal, span)), call);
+      if (records.length <= pageSize) return new StoredPetsPage(records, '');
       const page = records.slice(0, pageSize);
-      const nextPageToken =
-        records.length > pageSize ? pageTokens.encode({ afterId: page[page.length - 1]!.id, status }) : '';
-      return { pets: page.map(toWire), nextPageToken };
+      return new StoredPetsPage(page, pageTokens.encode({ afterId: page[pageSize - 1]!.id, status }));
     }),
     createPet: unary('CreatePet', async (request, call, span) => {
       // Every invalid field at once: the request's, then its idempotency metadata's.
@@ -89,13 +87,4 @@ function replayedMetadata(): Metadata {
   const metadata = new Metadata();
   metadata.set(IDEMPOTENT_REPLAYED_METADATA, 'true');
   return metadata;
-}
-
-function toWire(record: PetRecord): Pet {
-  return {
-    id: record.id.toString(),
-    name: record.name,
-    categoryId: record.categoryId.toString(),
-    status: toWireStatus(record.status),
-  };
 }

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { ListPetsResponse, type Pet } from '@petstore/proto';
-import { serializeListPetsResponse } from '../../../src/grpc/list-pets-serializer';
+import { serializeListPetsResponse, StoredPetsPage, toWire } from '../../../src/grpc/list-pets-serializer';
+import type { PetRecord } from '../../../src/pets/pet-record';
 
 const int64 = fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }).map(String);
 const pet: fc.Arbitrary<Pet> = fc.record({
@@ -17,6 +18,24 @@ describe('ListPets response serializer', () => {
       fc.property(fc.array(pet, { maxLength: 30 }), fc.oneof(fc.constant(''), fc.string({ maxLength: 600 })), (pets, nextPageToken) => {
         const response = { pets, nextPageToken };
         expect(serializeListPetsResponse(response).equals(Buffer.from(ListPetsResponse.encode(response).finish()))).to.equal(true);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('writes a page of stored pets as the generated encoder writes the same pets made Pets (toWire)', () => {
+    const record: fc.Arbitrary<PetRecord> = fc.record({
+      id: fc.oneof(fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }), fc.constantFrom(0n, 1n, 127n, 128n, 2n ** 53n - 1n, 2n ** 53n, 2n ** 63n - 1n)),
+      name: fc.oneof(fc.constant(''), fc.string({ unit: 'grapheme', maxLength: 100 }), fc.string({ unit: 'binary', maxLength: 20 })),
+      categoryId: fc.oneof(fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }), fc.constantFrom(0n, 1n, 2n ** 63n - 1n)),
+      status: fc.constantFrom('available', 'pending', 'sold'),
+    });
+    fc.assert(
+      fc.property(fc.array(record, { maxLength: 30 }), fc.oneof(fc.constant(''), fc.string({ maxLength: 600 })), (records, nextPageToken) => {
+        const page = new StoredPetsPage(records, nextPageToken);
+        const plain = { pets: records.map(toWire), nextPageToken };
+        expect(page.pets).to.deep.equal(plain.pets);
+        expect(serializeListPetsResponse(page).equals(Buffer.from(ListPetsResponse.encode(plain).finish()))).to.equal(true);
       }),
       { numRuns: 2000 },
     );
