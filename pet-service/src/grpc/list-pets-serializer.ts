@@ -14,8 +14,8 @@ export function toWire(record: PetRecord): Pet {
 
 /**
  * A page of stored pets as ListPets answers it: a ListPetsResponse whose `pets` are made only when
- * read, since {@link serializeListPetsResponse} writes the records themselves. A page of 20 would
- * otherwise build 20 Pets and 40 decimal strings only to parse them back into varints.
+ * read, since {@link serializeListPetsResponse} writes the records themselves. A page would
+ * otherwise build a Pet and two decimal strings per pet only to parse them back into varints.
  */
 export class StoredPetsPage implements ListPetsResponse {
   constructor(

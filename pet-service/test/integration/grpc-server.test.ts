@@ -255,7 +255,7 @@ function capturedLogs(level = 'info'): { logger: pino.Logger; lines: LogLine[]; 
 describe("a read's cancellation signal", () => {
   it('is aborted only while its read runs: a call answered, its stream then closed, leaves it untouched', async () => {
     // grpc-js reports every call cancelled once its stream closes, answered or not; an abort then
-    // built an error with its stack for every call (a profile's 4% of the pet service's CPU).
+    // built an error with its stack for every call (docs/performance.md).
     const signals: AbortSignal[] = [];
     const memory = new MemoryPetRepository();
     const repository = Object.assign(Object.create(memory) as MemoryPetRepository, {
