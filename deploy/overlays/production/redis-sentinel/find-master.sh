@@ -4,20 +4,35 @@
 # started with the pod and knows only what it was told then. A Sentinel that does not answer within
 # 3 s (a member not yet started, or a busy one) is skipped; while none answers, they are asked
 # again for up to SENTINEL_WAIT_S seconds (default 0). The Sentinels require their password, which
-# redis-cli takes from REDISCLI_AUTH (never from an argument), unset again so that no server
-# inherits it. redis-cli exits 0 on an error reply, so only a reply that names a host counts.
+# redis-cli takes from REDISCLI_AUTH (never from an argument), set for each command only, so that
+# no server inherits it. redis-cli exits 0 on an error reply, so only a reply that names a host
+# counts. Also defines other_members and ask_sentinel for the scripts that source it.
 REDIS_SECRETS_DIR="${REDIS_SECRETS_DIR:-/etc/redis/secrets}"
-SELF="$(hostname).redis.${NAMESPACE}.svc.cluster.local"
+POD="$(hostname)"
+SELF="${POD}.redis.${NAMESPACE}.svc.cluster.local"
+
+# The other members' pod names: never this pod, whose own Sentinel restarted with it.
+other_members() {
+  for number in 0 1 2; do
+    [ "redis-${number}" = "$POD" ] || echo "redis-${number}"
+  done
+}
+
+# Sends one command to member $1's Sentinel and prints its reply, nothing if it does not answer
+# within 3 s. The password reaches redis-cli in REDISCLI_AUTH, set for that command alone.
+ask_sentinel() {
+  sentinel="$1"
+  shift
+  REDISCLI_AUTH="$(cat "$REDIS_SECRETS_DIR/sentinel-password")" timeout 3 \
+    redis-cli -h "${sentinel}.redis.${NAMESPACE}.svc.cluster.local" -p 26379 --raw "$@" 2>/dev/null || true
+}
+
 MASTER=""
 FROM_SENTINEL=no
-REDISCLI_AUTH="$(cat "$REDIS_SECRETS_DIR/sentinel-password")"
-export REDISCLI_AUTH
 sentinel_deadline=$(($(date +%s) + ${SENTINEL_WAIT_S:-0}))
 while :; do
-  for member in 0 1 2; do
-    [ "redis-${member}" = "$(hostname)" ] && continue
-    MASTER="$(timeout 3 redis-cli -h "redis-${member}.redis.${NAMESPACE}.svc.cluster.local" -p 26379 --raw \
-      SENTINEL get-master-addr-by-name "$MASTER_NAME" 2>/dev/null | head -n 1 || true)"
+  for member in $(other_members); do
+    MASTER="$(ask_sentinel "$member" SENTINEL get-master-addr-by-name "$MASTER_NAME" | head -n 1)"
     case "$MASTER" in
       redis-*) FROM_SENTINEL=yes && break ;;
       *) MASTER="" ;;
@@ -26,5 +41,4 @@ while :; do
   [ -n "$MASTER" ] || [ "$(date +%s)" -ge "$sentinel_deadline" ] && break
   sleep 1
 done
-unset REDISCLI_AUTH
 [ -n "$MASTER" ] || MASTER="redis-0.redis.${NAMESPACE}.svc.cluster.local"

@@ -20,17 +20,11 @@ SENTINEL_WAIT_S=30
 . "$SCRIPTS_DIR/find-master.sh"
 SENTINEL_WAIT_S=0
 if [ "$MASTER" = "$SELF" ] && [ "$FROM_SENTINEL" = yes ]; then
-  REDISCLI_AUTH="$(cat "$REDIS_SECRETS_DIR/sentinel-password")"
-  export REDISCLI_AUTH
-  for member in 0 1 2; do
-    [ "redis-${member}" = "$(hostname)" ] && continue
-    reply="$(timeout 3 redis-cli -h "redis-${member}.redis.${NAMESPACE}.svc.cluster.local" -p 26379 \
-      SENTINEL failover "$MASTER_NAME" 2>/dev/null || true)"
-    case "$reply" in
+  for member in $(other_members); do
+    case "$(ask_sentinel "$member" SENTINEL failover "$MASTER_NAME")" in
       OK | *INPROG*) break ;;
     esac
   done
-  unset REDISCLI_AUTH
   deadline=$(($(date +%s) + 20))
   while { [ "$MASTER" = "$SELF" ] || [ "$FROM_SENTINEL" = no ]; } && [ "$(date +%s)" -lt "$deadline" ]; do
     sleep 1
