@@ -65,8 +65,6 @@ const ALLOCATION_PROBE = { entry: 'allocation-probe', key: 'benchAllocatedBytes'
  * The gateway image's Node flags (gateway/Dockerfile), for every app, and the allocation probe;
  * startService adds `--enable-source-maps`.
  */
-/** Node flags variant j adds to f's (BENCH_J_NODE_FLAGS, space-separated): a flag measured against f in the same run. */
-const J_EXTRA_NODE_FLAGS = (process.env.BENCH_J_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 const APP_NODE_FLAGS = [
   '--max-semi-space-size=4',
   '--max-old-space-size=64',
@@ -74,6 +72,8 @@ const APP_NODE_FLAGS = [
   join(__dirname, '..', OUT_DIR, `${ALLOCATION_PROBE.entry}.js`),
   ...profileFlags(),
 ];
+/** Node flags variant j adds to f's (BENCH_J_NODE_FLAGS, space-separated): a flag measured against f in the same run. */
+const J_EXTRA_NODE_FLAGS = (process.env.BENCH_J_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 
 const VARIANTS = {
   a: { label: 'a node:http, precomputed body', entry: 'a-bare-http' },
