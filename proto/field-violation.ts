@@ -14,6 +14,15 @@ export interface FieldViolation {
   readonly description: string;
 }
 
+/**
+ * The status message of an error about `violations`: `field: description; field: description`, in
+ * their order. `nameOf` gives the name a field goes by where the message is read (the gateway's
+ * HTTP names); by default its own.
+ */
+export function fieldViolationsMessage(violations: readonly FieldViolation[], nameOf: (field: string) => string = (field) => field): string {
+  return violations.map(({ field, description }) => `${nameOf(field)}: ${description}`).join('; ');
+}
+
 const BAD_REQUEST_TYPE_URL = `type.googleapis.com/${RPC_PACKAGE}.BadRequest`;
 
 /**

@@ -1,5 +1,5 @@
 import { type Metadata, status as Status } from '@grpc/grpc-js';
-import { fieldViolationsOf, IDEMPOTENCY_KEY_METADATA } from '@petstore/proto';
+import { fieldViolationsMessage, fieldViolationsOf, IDEMPOTENCY_KEY_METADATA } from '@petstore/proto';
 import { ApiError, type ErrorCode } from './api-error';
 
 interface Translation {
@@ -58,6 +58,6 @@ export function grpcStatusToHttp(code: Status, details: string, metadata?: Metad
 function clientMessage(translation: Translation, details: string, metadata: Metadata | undefined): string {
   if (!translation.passMessage) return translation.fallback;
   const violations = fieldViolationsOf(metadata);
-  if (violations.length > 0) return violations.map(({ field, description }) => `${HTTP_FIELD_NAMES.get(field) ?? field}: ${description}`).join('; ');
+  if (violations.length > 0) return fieldViolationsMessage(violations, (field) => HTTP_FIELD_NAMES.get(field) ?? field);
   return details === '' ? translation.fallback : details;
 }

@@ -1,5 +1,5 @@
 import { Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
-import { type FieldViolation, fieldViolationMetadata, IDEMPOTENCY_KEY_METADATA, RETRY_PUSHBACK_METADATA } from '@petstore/proto';
+import { type FieldViolation, fieldViolationMetadata, fieldViolationsMessage, IDEMPOTENCY_KEY_METADATA, RETRY_PUSHBACK_METADATA } from '@petstore/proto';
 
 /**
  * The pet service's one error type: a gRPC status code and a message safe to show callers.
@@ -46,8 +46,7 @@ export class PetServiceError extends Error {
    * `field: problem; field: problem`.
    */
   static invalidArguments(violations: readonly FieldViolation[]): PetServiceError {
-    const message = violations.map(({ field, description }) => `${field}: ${description}`).join('; ');
-    return new PetServiceError(Status.INVALID_ARGUMENT, message, violations);
+    return new PetServiceError(Status.INVALID_ARGUMENT, fieldViolationsMessage(violations), violations);
   }
 
   /**
