@@ -4,18 +4,8 @@
  * body written by the gateway's own `petsToJson`.
  */
 import { createPetServiceClient } from '@petstore/proto';
-import { petsToJson } from '../../gateway/src/http/pet-json';
-import { DEADLINE_MS, LIST_20, listen, PET_SERVICE_ADDR, readServer, sendBadGateway, sendJson } from './variant-server';
+import { DEADLINE_MS, PET_SERVICE_ADDR, serveListPets } from './variant-server';
 
 const client = createPetServiceClient(PET_SERVICE_ADDR, { deadlineMs: DEADLINE_MS });
 
-listen(
-  'floor b (node:http + grpc-js)',
-  readServer((_request, response) => {
-    client.listPets(LIST_20).then(
-      ({ pets }) => sendJson(response, 200, petsToJson(pets)),
-      () => sendBadGateway(response),
-    );
-  }),
-  () => client.close(),
-);
+serveListPets('floor b (node:http + grpc-js)', (request) => client.listPets(request), () => client.close());

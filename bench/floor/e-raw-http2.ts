@@ -6,8 +6,7 @@
  */
 import { type ClientHttp2Session, connect, constants } from 'node:http2';
 import { ListPetsRequest, ListPetsResponse } from '@petstore/proto';
-import { petsToJson } from '../../gateway/src/http/pet-json';
-import { DEADLINE_MS, LIST_20, listen, PET_SERVICE_ADDR, readServer, sendBadGateway, sendJson } from './variant-server';
+import { DEADLINE_MS, PET_SERVICE_ADDR, serveListPets } from './variant-server';
 
 /**
  * One connection at a time. The pet service recycles each connection at its maximum age (GOAWAY,
@@ -74,13 +73,4 @@ function listPets(request: ListPetsRequest): Promise<ListPetsResponse> {
   });
 }
 
-listen(
-  'floor e (node:http + raw node:http2)',
-  readServer((_request, response) => {
-    listPets(LIST_20).then(
-      ({ pets }) => sendJson(response, 200, petsToJson(pets)),
-      () => sendBadGateway(response),
-    );
-  }),
-  () => session?.close(),
-);
+serveListPets('floor e (node:http + raw node:http2)', listPets, () => session?.close());

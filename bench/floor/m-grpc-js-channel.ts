@@ -7,8 +7,7 @@
  */
 import { Channel, credentials, Metadata, status as Status } from '@grpc/grpc-js';
 import { defaultChannelOptions, type ListPetsRequest, type ListPetsResponse, PetServiceService } from '@petstore/proto';
-import { petsToJson } from '../../gateway/src/http/pet-json';
-import { DEADLINE_MS, LIST_20, listen, PET_SERVICE_ADDR, readServer, sendBadGateway, sendJson } from './variant-server';
+import { DEADLINE_MS, PET_SERVICE_ADDR, serveListPets } from './variant-server';
 
 const channel = new Channel(PET_SERVICE_ADDR, credentials.createInsecure(), defaultChannelOptions());
 const { path, requestSerialize, responseDeserialize } = PetServiceService.listPets;
@@ -42,13 +41,4 @@ function listPets(request: ListPetsRequest): Promise<ListPetsResponse> {
   });
 }
 
-listen(
-  'floor m (node:http + grpc-js Channel)',
-  readServer((_request, response) => {
-    listPets(LIST_20).then(
-      ({ pets }) => sendJson(response, 200, petsToJson(pets)),
-      () => sendBadGateway(response),
-    );
-  }),
-  () => channel.close(),
-);
+serveListPets('floor m (node:http + grpc-js Channel)', listPets, () => channel.close());

@@ -4,7 +4,8 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type ListPetsRequest, PetStatus } from '@petstore/proto';
+import { type ListPetsRequest, type Pet, PetStatus } from '@petstore/proto';
+import { petsToJson } from '../../gateway/src/http/pet-json';
 import { sendJson } from '../../gateway/src/http/send-json';
 
 /** The gateway's own writer of a JSON response: every variant answers exactly as the pets routes do. */
@@ -51,4 +52,22 @@ export function listen(name: string, server: Server, close: () => void = () => u
     server.close(() => process.exit(0));
     server.closeAllConnections();
   });
+}
+
+/**
+ * {@link listen} on a {@link readServer} that answers each read with `listPets(LIST_20)`'s pets as
+ * the gateway writes them (`petsToJson`), or 502 when the call failed: the variants that differ
+ * only in how they make the call.
+ */
+export function serveListPets(name: string, listPets: (request: ListPetsRequest) => Promise<{ pets: Pet[] }>, close?: () => void): void {
+  listen(
+    name,
+    readServer((_request, response) => {
+      listPets(LIST_20).then(
+        ({ pets }) => sendJson(response, 200, petsToJson(pets)),
+        () => sendBadGateway(response),
+      );
+    }),
+    close,
+  );
 }
