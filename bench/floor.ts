@@ -20,6 +20,11 @@
  *   l  the same without tracing (BENCH_WITHOUT=tracing): k − l is what propagation always costs
  *   m  node:http + grpc-js's own `Channel` (`createCall`) with the client's channel options, no
  *      generated Client, no retries, ts-proto decode: the grpc-js floor under b
+ *   p  the peer: grpc-gateway v2 (Go) from ../shared/peer-bench, its binary at BENCH_PEER_BIN
+ *      (built by that benchmark's peer-grpc-gateway/build.sh); it checks the key's SHA-256 and
+ *      nothing else, and answers grpc-gateway's own body (`{"pets":[…],"nextPageToken":…}`), checked
+ *      for the same 20 ids in order. Beside it, the floors' and the gateway's CPU per read as
+ *      multiples of the peer's, in the same rounds
  *
  * The variants (bench/floor/) are bundled by esbuild as `npm run build` bundles the services, and
  * every app runs on the same Node with the gateway image's flags, source maps included. autocannon
@@ -27,9 +32,11 @@
  * 16 connections, pipelining 1. Every figure is a median over the rounds; a difference between two
  * variants is the median of its per-round differences, each round's pair measured back to back.
  *
- * Beside CPU, each app's heap allocation per request: bytes V8 allocated during the round (garbage
+ * Beside CPU, each Node app's heap allocation per request: bytes V8 allocated during the round (garbage
  * included), read from outside the app's code by bench/floor/allocation-probe.ts. It falls as V8
  * optimises the apps' code: compare bytes after a warm-up of 20 s or more (BENCH_WARMUP_SECONDS).
+ * And each app's peak RSS (VmHWM) over the whole run, read when the rounds are over, with its RSS
+ * then split into anonymous memory and mapped files (mostly the code pages of Node's own binary).
  *
  * BENCH_ROUNDS, BENCH_ROUND_SECONDS, BENCH_WARMUP_SECONDS and BENCH_CONNECTIONS as in the other
  * benchmarks; `BENCH_FLOOR_VARIANTS=a,b,f` runs a subset; BENCH_CPU_PROF=<dir> as in `npm run bench`.
@@ -48,7 +55,7 @@ import { petsToJson } from '../gateway/src/http/pet-json';
 import { bundleFloorApps, FLOOR_OUT_DIR } from './floor/bundle';
 import { READ_PATH, LIST_20 } from './floor/variant-server';
 import { buildBaseline } from './baseline-build';
-import { cpuSeconds, median, PET_SERVICE_NODE_FLAGS, profileFlags, seed } from './list-pets-load';
+import { cpuSeconds, median, PET_SERVICE_NODE_FLAGS, profileFlags, seed, statusMb } from './list-pets-load';
 import { startService, type ServiceProcess } from '../system-test/support/service-process';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -89,7 +96,10 @@ const VARIANTS = {
   k: { label: 'k feature gateway, all on', entry: undefined },
   l: { label: 'l feature gateway, no tracing', entry: undefined },
   m: { label: 'm node:http + grpc-js Channel', entry: 'm-grpc-js-channel' },
+  p: { label: 'p grpc-gateway (Go), the peer', entry: undefined },
 } as const;
+/** Variant p's executable: the peer benchmark's grpc-gateway build. */
+const PEER_BIN = process.env.BENCH_PEER_BIN;
 
 /** The gateway variants' tracing settings, beside the OTLP sink's endpoint. */
 const TRACING: Partial<Record<VariantName, Record<string, string>>> = {
@@ -113,7 +123,12 @@ const DIFFERENCES: ReadonlyArray<readonly [VariantName, VariantName, string]> = 
   ['k', 'l', 'trace context with export off, in one build (k − l)'],
   ['g', 'f', 'exporting 10% of traces (g − f)'],
   ['h', 'f', 'exporting every trace (h − f)'],
+  ['f', 'p', 'the gateway over the peer (f − p)'],
+  ['m', 'p', 'the grpc-js Channel floor over the peer (m − p)'],
 ];
+
+/** The peer's multiples (issue 41's targets are CPU per read as a multiple of the peer's), printed when p ran. */
+const PEER_RATIOS: readonly VariantName[] = ['f', 'b', 'm', 'e'];
 
 interface Round {
   rps: number;
@@ -123,7 +138,7 @@ interface Round {
   app: number;
   petService: number;
   loadGenerator: number;
-  /** Bytes the variant's process allocated on its heap per request. */
+  /** Bytes the variant's process allocated on its heap per request; NaN for the peer (not Node). */
   allocated: number;
 }
 
@@ -200,18 +215,25 @@ async function load(variant: Running, petServicePid: number, seconds: number): P
   };
 }
 
+/** Peak RSS, then RSS now as anonymous memory plus mapped files (the executable's code pages, shared with every process that runs it). */
+function rss(pid: number): string {
+  const mb = (field: Parameters<typeof statusMb>[1]) => statusMb(pid, field).toFixed(0);
+  return `${mb('VmHWM').padStart(13)}${`${mb('RssAnon')}+${mb('RssFile')}`.padStart(15)}`;
+}
+
 function report(running: Running[]): void {
   const byName = new Map(running.map((variant) => [variant.name, variant]));
   const pad = Math.max(...running.map((variant) => VARIANTS[variant.name].label.length));
   console.log('');
-  console.log(`${'variant'.padEnd(pad)}   req/s  p50 ms  p99 ms  CPU µs/req: app  pet service  load gen  app B/req   (app µs, KB per round)`);
+  console.log(`${'variant'.padEnd(pad)}   req/s  p50 ms  p99 ms  CPU µs/req: app  pet service  load gen  app B/req  peak RSS MB  anon+file now   (app µs, KB per round)`);
   for (const variant of running) {
     const of = (key: keyof Round) => median(variant.rounds.map((round) => round[key]));
     console.log(
       `${VARIANTS[variant.name].label.padEnd(pad)} ${of('rps').toFixed(0).padStart(7)} ${of('p50').toFixed(0).padStart(7)} ${of('p99').toFixed(0).padStart(7)}` +
         `${of('app').toFixed(0).padStart(17)} ${of('petService').toFixed(0).padStart(12)} ${of('loadGenerator').toFixed(0).padStart(9)}` +
-        `${of('allocated').toFixed(0).padStart(11)}` +
-        `   (${variant.rounds.map((round) => round.app.toFixed(0)).join(' ')}; KB ${variant.rounds.map((round) => (round.allocated / 1000).toFixed(1)).join(' ')})`,
+        `${(variant.name === 'p' ? '-' : of('allocated').toFixed(0)).padStart(11)}${rss(variant.service.child.pid!)}` +
+        `   (${variant.rounds.map((round) => round.app.toFixed(0)).join(' ')}` +
+        `${variant.name === 'p' ? '' : `; KB ${variant.rounds.map((round) => (round.allocated / 1000).toFixed(1)).join(' ')}`})`,
     );
   }
   const lines = DIFFERENCES.filter(([x, y]) => byName.has(x) && byName.has(y));
@@ -222,12 +244,26 @@ function report(running: Running[]): void {
     const differences = (key: 'app' | 'allocated') => byName.get(x)!.rounds.map((round, index) => round[key] - byName.get(y)!.rounds[index]![key]);
     const diffs = differences('app');
     const bytes = differences('allocated');
-    const share = x === 'f' && y !== 'i' ? `, ${((median(diffs) / median(byName.get('f')!.rounds.map((round) => round.app))) * 100).toFixed(0)}% of the gateway's CPU` : '';
-    console.log(
-      `  ${label}: ${median(diffs).toFixed(0)} µs (${Math.min(...diffs).toFixed(0)} to ${Math.max(...diffs).toFixed(0)})${share}; ` +
-        `${median(bytes).toFixed(0)} B (${Math.min(...bytes).toFixed(0)} to ${Math.max(...bytes).toFixed(0)})`,
-    );
+    const share = x === 'f' && y !== 'i' && y !== 'p' ? `, ${((median(diffs) / median(byName.get('f')!.rounds.map((round) => round.app))) * 100).toFixed(0)}% of the gateway's CPU` : '';
+    const allocation = y === 'p' ? '' : `; ${median(bytes).toFixed(0)} B (${Math.min(...bytes).toFixed(0)} to ${Math.max(...bytes).toFixed(0)})`;
+    console.log(`  ${label}: ${median(diffs).toFixed(0)} µs (${Math.min(...diffs).toFixed(0)} to ${Math.max(...diffs).toFixed(0)})${share}${allocation}`);
   }
+  const peer = byName.get('p');
+  const ratios = PEER_RATIOS.filter((name) => peer !== undefined && byName.has(name));
+  if (ratios.length === 0) return;
+  console.log('');
+  console.log("the app's CPU per read as a multiple of the peer's, median of the per-round ratios (range):");
+  for (const name of ratios) {
+    const multiples = byName.get(name)!.rounds.map((round, index) => round.app / peer!.rounds[index]!.app);
+    console.log(`  ${VARIANTS[name].label}: ${median(multiples).toFixed(2)}× (${Math.min(...multiples).toFixed(2)} to ${Math.max(...multiples).toFixed(2)})`);
+  }
+}
+
+/** True when grpc-gateway's body (`{"pets":[…]}`, ids as strings) holds the pets of the gateway's body, in order. */
+function samePets(peerBody: string, gatewayBody: string): boolean {
+  const ids = (pets: ReadonlyArray<{ id: string | number }>) => pets.map((pet) => String(pet.id)).join(',');
+  const gatewayPets = JSON.parse(gatewayBody) as Array<{ id: number }>;
+  return gatewayPets.length > 0 && ids((JSON.parse(peerBody) as { pets: Array<{ id: string }> }).pets) === ids(gatewayPets);
 }
 
 /** An OTLP/HTTP endpoint that reads every export and answers 200, as a collector would. */
@@ -243,6 +279,7 @@ async function startOtlpSink(): Promise<{ endpoint: string; close(): void }> {
 async function main(): Promise<void> {
   const names = selectedVariants();
   if (names.includes('i') && process.env.BENCH_BASELINE === undefined) throw new Error('variant i needs BENCH_BASELINE=<commit>');
+  if (names.includes('p') && PEER_BIN === undefined) throw new Error('variant p needs BENCH_PEER_BIN=<path of ../shared/peer-bench/peer-grpc-gateway/peer-grpc-gateway>');
   const baselineScript = names.includes('i') ? join(buildBaseline(process.env.BENCH_BASELINE!), 'gateway', 'dist', 'main.js') : undefined;
   const sink = await startOtlpSink();
   const cpu = cpus();
@@ -269,7 +306,9 @@ async function main(): Promise<void> {
       const tracing = TRACING[name] === undefined ? {} : { ...TRACING[name], OTEL_EXPORTER_OTLP_ENDPOINT: sink.endpoint };
       const gatewayEnv = { PET_SERVICE_ADDR: petServiceAddr, API_KEYS_FILE: keysFile, REDIS_URL: '', BAN_THRESHOLD: '1000000000', LOG_LEVEL: 'info' };
       const service =
-        name === 'k' || name === 'l'
+        name === 'p'
+          ? await startService('peer', {}, { command: [PEER_BIN!, '-listen', '127.0.0.1:0', '-backend', petServiceAddr, '-keys', keysFile] })
+          : name === 'k' || name === 'l'
           ? await startService('feature-gateway', { ...gatewayEnv, BENCH_WITHOUT: name === 'l' ? 'tracing' : '' }, { nodeFlags: APP_NODE_FLAGS })
           : entry === undefined
           ? await startService(
@@ -282,13 +321,15 @@ async function main(): Promise<void> {
           : await startService(`floor ${name}`, { PET_SERVICE_ADDR: petServiceAddr, FLOOR_LIST_BODY_FILE: join(dir, 'list.json') }, { script: join(OUT_DIR, `${entry}.js`), nodeFlags: APP_NODE_FLAGS });
       processes.push(service);
       const headers: Record<string, string> = entry === undefined ? { authorization: `Bearer ${SECRET}` } : {};
-      running.push({ name, service, url: `http://127.0.0.1:${service.port}${READ_PATH}`, headers, allocatedBytes: allocationReader(service.child), rounds: [] });
+      const allocatedBytes = name === 'p' ? () => Promise.resolve(NaN) : allocationReader(service.child);
+      running.push({ name, service, url: `http://127.0.0.1:${service.port}${READ_PATH}`, headers, allocatedBytes, rounds: [] });
     }
-    // Every variant must answer what the gateway answers, byte for byte.
+    // Every variant must answer what the gateway answers, byte for byte; the peer, the same pets.
     for (const variant of running) {
       const response = await fetch(variant.url, { headers: variant.headers });
       const text = await response.text();
-      if (response.status !== 200 || text !== body) throw new Error(`${VARIANTS[variant.name].label}: answered ${response.status} ${text.slice(0, 200)}`);
+      const same = variant.name === 'p' ? samePets(text, body) : text === body;
+      if (response.status !== 200 || !same) throw new Error(`${VARIANTS[variant.name].label}: answered ${response.status} ${text.slice(0, 200)}`);
     }
     // The gateway logs a line per request; the harness keeps none, and the pipes keep flowing.
     for (const service of processes) service.child.stdout!.removeAllListeners('data');

@@ -24,6 +24,14 @@ export function cpuSeconds(pid: number): number {
   return user + system;
 }
 
+/** A field of a process's /proc status given in kB (VmHWM: peak RSS; RssAnon, RssFile: now), in MB. */
+export function statusMb(pid: number, field: 'VmHWM' | 'RssAnon' | 'RssFile'): number {
+  return Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
+}
+
+/** A process's peak RSS (VmHWM) since it started, in MB. */
+export const peakRssMb = (pid: number): number => statusMb(pid, 'VmHWM');
+
 /**
  * The pet service's Node flags in every benchmark, as in its image (docs/operations.md): live
  * heap after a full GC is under 20 MB, and without a ceiling V8 lets garbage pile up to ~80 MB

@@ -18,14 +18,13 @@
  * services log at `info`, the production default.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { bundleFloorApps, FLOOR_OUT_DIR } from './floor/bundle';
 import { createPetClient, type PetClient } from '../gateway/src/pet-service-client/pet-client';
 import { startService, type ServiceProcess } from '../system-test/support/service-process';
 import { buildBaseline } from './baseline-build';
-import { cpuTimes, listPetsFor, median, PET_SERVICE_NODE_FLAGS, profileFlags, seed } from './list-pets-load';
+import { cpuTimes, listPetsFor, median, peakRssMb, PET_SERVICE_NODE_FLAGS, profileFlags, seed } from './list-pets-load';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const ROUND_SECONDS = Number(process.env.BENCH_ROUND_SECONDS ?? 4);
@@ -47,11 +46,6 @@ interface Side {
   readonly system: number[];
   readonly p50: number[];
   readonly p99: number[];
-}
-
-/** The process's peak RSS (VmHWM) since it started, seeding included. */
-function peakRssMb(pid: number): number {
-  return Number(/^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
 }
 
 const quantile = (sorted: number[], q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;

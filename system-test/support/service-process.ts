@@ -27,6 +27,11 @@ export interface Runtime {
   readonly nodeFlags?: readonly string[];
   /** The Node binary; default the one running this process (the project's pinned runtime). */
   readonly node?: string;
+  /**
+   * An executable and its arguments, run instead of Node (the other fields are then ignored): a
+   * benchmark's peer written in another language, which prints the same `listening` line.
+   */
+  readonly command?: readonly [string, ...string[]];
 }
 
 /** One JSON log line as a service printed it. */
@@ -57,15 +62,18 @@ export interface ServiceProcess {
 export async function startService(name: keyof typeof ENTRY, env?: NodeJS.ProcessEnv, runtime?: Runtime): Promise<ServiceProcess>;
 /** Any other build of the repository (`runtime.script`), called `name` in errors: a benchmark's own servers. */
 export async function startService(name: string, env: NodeJS.ProcessEnv, runtime: Runtime & { readonly script: string }): Promise<ServiceProcess>;
+/** Any other executable (`runtime.command`), called `name` in errors. */
+export async function startService(name: string, env: NodeJS.ProcessEnv, runtime: Runtime & { readonly command: readonly [string, ...string[]] }): Promise<ServiceProcess>;
 export async function startService(name: string, env: NodeJS.ProcessEnv = {}, runtime: Runtime = {}): Promise<ServiceProcess> {
   const service = name as keyof typeof ENTRY;
   const compiled = runtime.script ?? (runtime.compiled === true ? COMPILED[service] : undefined);
   // Node itself with the tsx loader, not the tsx CLI: one process, so a signal reaches the service.
-  const args =
-    compiled === undefined
-      ? [...(runtime.nodeFlags ?? []), '--import', 'tsx', join(ROOT, ENTRY[service])]
-      : [...(runtime.nodeFlags ?? []), '--enable-source-maps', join(ROOT, compiled)];
-  const child = spawn(runtime.node ?? process.execPath, args, {
+  const [file, ...argv] =
+    runtime.command ??
+    (compiled === undefined
+      ? [runtime.node ?? process.execPath, ...(runtime.nodeFlags ?? []), '--import', 'tsx', join(ROOT, ENTRY[service])]
+      : [runtime.node ?? process.execPath, ...(runtime.nodeFlags ?? []), '--enable-source-maps', join(ROOT, compiled)]);
+  const child = spawn(file, argv, {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', PET_SERVICE_PORT: '0', ADMIN_PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
