@@ -27,7 +27,7 @@
  *      multiples of the peer's, in the same rounds
  *
  * The variants (bench/floor/) are bundled by esbuild as `npm run build` bundles the services, and
- * every app runs on the same Node with the gateway image's flags, source maps included. autocannon
+ * every Node app runs on the same Node with the gateway image's flags, source maps included. autocannon
  * (in this process) loads them in alternating rounds (a b c d e f a b ...) after a warm-up of each,
  * 16 connections, pipelining 1. Every figure is a median over the rounds; a difference between two
  * variants is the median of its per-round differences, each round's pair measured back to back.
@@ -46,7 +46,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import { createPetServiceClient } from '@petstore/proto';
@@ -99,7 +99,7 @@ const VARIANTS = {
   p: { label: 'p grpc-gateway (Go), the peer', entry: undefined },
 } as const;
 /** Variant p's executable: the peer benchmark's grpc-gateway build. */
-const PEER_BIN = process.env.BENCH_PEER_BIN;
+const PEER_BIN = process.env.BENCH_PEER_BIN === undefined ? undefined : resolve(process.env.BENCH_PEER_BIN);
 
 /** The gateway variants' tracing settings, beside the OTLP sink's endpoint. */
 const TRACING: Partial<Record<VariantName, Record<string, string>>> = {
@@ -263,7 +263,13 @@ function report(running: Running[]): void {
 function samePets(peerBody: string, gatewayBody: string): boolean {
   const ids = (pets: ReadonlyArray<{ id: string | number }>) => pets.map((pet) => String(pet.id)).join(',');
   const gatewayPets = JSON.parse(gatewayBody) as Array<{ id: number }>;
-  return gatewayPets.length > 0 && ids((JSON.parse(peerBody) as { pets: Array<{ id: string }> }).pets) === ids(gatewayPets);
+  let peerPets: unknown;
+  try {
+    peerPets = (JSON.parse(peerBody) as { pets?: unknown }).pets;
+  } catch {
+    return false;
+  }
+  return Array.isArray(peerPets) && gatewayPets.length > 0 && ids(peerPets as Array<{ id: string }>) === ids(gatewayPets);
 }
 
 /** An OTLP/HTTP endpoint that reads every export and answers 200, as a collector would. */
@@ -328,8 +334,8 @@ async function main(): Promise<void> {
     for (const variant of running) {
       const response = await fetch(variant.url, { headers: variant.headers });
       const text = await response.text();
-      const same = variant.name === 'p' ? samePets(text, body) : text === body;
-      if (response.status !== 200 || !same) throw new Error(`${VARIANTS[variant.name].label}: answered ${response.status} ${text.slice(0, 200)}`);
+      const same = response.status === 200 && (variant.name === 'p' ? samePets(text, body) : text === body);
+      if (!same) throw new Error(`${VARIANTS[variant.name].label}: answered ${response.status} ${text.slice(0, 200)}`);
     }
     // The gateway logs a line per request; the harness keeps none, and the pipes keep flowing.
     for (const service of processes) service.child.stdout!.removeAllListeners('data');

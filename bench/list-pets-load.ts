@@ -24,9 +24,15 @@ export function cpuSeconds(pid: number): number {
   return user + system;
 }
 
-/** A field of a process's /proc status given in kB (VmHWM: peak RSS; RssAnon, RssFile: now), in MB. */
+/** A field of a process's /proc status given in kB (VmHWM: peak RSS; RssAnon, RssFile: now), in MB; NaN once it has exited. */
 export function statusMb(pid: number, field: 'VmHWM' | 'RssAnon' | 'RssFile'): number {
-  return Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
+  let status: string;
+  try {
+    status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  } catch {
+    return NaN;
+  }
+  return Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) / 1024;
 }
 
 /** A process's peak RSS (VmHWM) since it started, in MB. */

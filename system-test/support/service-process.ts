@@ -67,7 +67,8 @@ export async function startService(name: string, env: NodeJS.ProcessEnv, runtime
 export async function startService(name: string, env: NodeJS.ProcessEnv = {}, runtime: Runtime = {}): Promise<ServiceProcess> {
   const service = name as keyof typeof ENTRY;
   const compiled = runtime.script ?? (runtime.compiled === true ? COMPILED[service] : undefined);
-  // Node itself with the tsx loader, not the tsx CLI: one process, so a signal reaches the service.
+  // Sources run on Node itself with the tsx loader, not the tsx CLI: one process, so a signal
+  // reaches the service.
   const [file, ...argv] =
     runtime.command ??
     (compiled === undefined
