@@ -325,7 +325,7 @@ describe('deploy/ manifests', function () {
       fails(check, (o) => (container(o, 'gateway').securityContext.capabilities.add = ['NET_BIND_SERVICE']), /adds capabilities/);
       fails(check, (o) => delete container(o, 'pet-service').securityContext.allowPrivilegeEscalation, /allowPrivilegeEscalation is not false/);
       fails(check, (o) => delete container(o, 'pet-service').resources.limits.cpu, /pet-service: no cpu limit/);
-      fails(check, (o) => (container(o, 'gateway').resources.limits.memory = '128Mi'), /memory limit 128 Mi is below heap 76 Mi \+ 64 Mi|memory request 192 Mi differs/);
+      fails(check, (o) => (container(o, 'gateway').resources.limits.memory = '128Mi'), /memory limit 128 Mi is below heap 76 Mi \+ 106 Mi|memory request 192 Mi differs/);
       fails(check, (o) => (container(o, 'pet-service').resources = { requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } }), /memory limit 1024 Mi is over twice/);
       fails(check, (o) => (container(o, 'gateway').resources.requests.memory = '64Mi'), /memory request 64 Mi differs from the limit 192 Mi/);
     });

@@ -509,8 +509,11 @@ export function bytes(quantity: string | number): number {
   return Number(match[1]) * UNITS[match[2]!]!;
 }
 
-/** Memory outside the V8 heap: code, stacks, buffers, the binary; RSS measured at ~90 MB in all. */
-export const NON_HEAP_MB = 64;
+/**
+ * Memory outside the V8 heap: Node's own code pages, the compilers' and native memory, stacks and
+ * buffers; RSS under load less the heap in use (docs/performance.md, Memory).
+ */
+export const NON_HEAP_MB = 106;
 
 /**
  * Every container is non-root, read-only, capability-free and without privilege escalation, with
