@@ -49,7 +49,7 @@ const PET_SERVICE_SETTINGS = Object.fromEntries(
  * services and this generator on the others, as in production, where the store runs on nodes of
  * its own. Sharing every CPU (`shared`), the refusals' work in the gateway, the pet services and
  * the generator takes CPU from the store itself, which no deployment does: the goodput lost
- * then is the test machine's, not the shedding's (docs/performance.md#overload).
+ * then is the test machine's, not the shedding's (docs/performance.md#overload-npm-run-benchoverload).
  */
 const STORE_CPU = process.env.BENCH_STORE_CPU ?? (cpus().length >= 2 ? 'own' : 'shared');
 if (STORE_CPU !== 'own' && STORE_CPU !== 'shared') {
