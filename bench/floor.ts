@@ -55,7 +55,7 @@ import { petsToJson } from '../gateway/src/http/pet-json';
 import { bundleFloorApps, FLOOR_OUT_DIR } from './floor/bundle';
 import { READ_PATH, LIST_20 } from './floor/variant-server';
 import { buildBaseline } from './baseline-build';
-import { cpuSeconds, median, PET_SERVICE_NODE_FLAGS, profileFlags, seed, statusMb } from './list-pets-load';
+import { cpuSeconds, median, memoryMb, PET_SERVICE_NODE_FLAGS, profileFlags, seed } from './list-pets-load';
 import { startService, type ServiceProcess } from '../system-test/support/service-process';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -217,8 +217,8 @@ async function load(variant: Running, petServicePid: number, seconds: number): P
 
 /** Peak RSS, then RSS now as anonymous memory plus mapped files (the executable's code pages, shared with every process that runs it). */
 function rss(pid: number): string {
-  const mb = (field: Parameters<typeof statusMb>[1]) => statusMb(pid, field).toFixed(0);
-  return `${mb('VmHWM').padStart(13)}${`${mb('RssAnon')}+${mb('RssFile')}`.padStart(15)}`;
+  const { peak, anon, file } = memoryMb(pid);
+  return `${peak.toFixed(0).padStart(13)}${`${anon.toFixed(0)}+${file.toFixed(0)}`.padStart(15)}`;
 }
 
 function report(running: Running[]): void {
@@ -228,12 +228,15 @@ function report(running: Running[]): void {
   console.log(`${'variant'.padEnd(pad)}   req/s  p50 ms  p99 ms  CPU µs/req: app  pet service  load gen  app B/req  peak RSS MB  anon+file now   (app µs, KB per round)`);
   for (const variant of running) {
     const of = (key: keyof Round) => median(variant.rounds.map((round) => round[key]));
+    // No allocation figure for an app that is not Node (the peer).
+    const allocatedMedian = of('allocated');
+    const allocated = Number.isNaN(allocatedMedian) ? undefined : allocatedMedian;
     console.log(
       `${VARIANTS[variant.name].label.padEnd(pad)} ${of('rps').toFixed(0).padStart(7)} ${of('p50').toFixed(0).padStart(7)} ${of('p99').toFixed(0).padStart(7)}` +
         `${of('app').toFixed(0).padStart(17)} ${of('petService').toFixed(0).padStart(12)} ${of('loadGenerator').toFixed(0).padStart(9)}` +
-        `${(variant.name === 'p' ? '-' : of('allocated').toFixed(0)).padStart(11)}${rss(variant.service.child.pid!)}` +
+        `${(allocated?.toFixed(0) ?? '-').padStart(11)}${rss(variant.service.child.pid!)}` +
         `   (${variant.rounds.map((round) => round.app.toFixed(0)).join(' ')}` +
-        `${variant.name === 'p' ? '' : `; KB ${variant.rounds.map((round) => (round.allocated / 1000).toFixed(1)).join(' ')}`})`,
+        `${allocated === undefined ? '' : `; KB ${variant.rounds.map((round) => (round.allocated / 1000).toFixed(1)).join(' ')}`})`,
     );
   }
   const lines = DIFFERENCES.filter(([x, y]) => byName.has(x) && byName.has(y));
@@ -245,7 +248,7 @@ function report(running: Running[]): void {
     const diffs = differences('app');
     const bytes = differences('allocated');
     const share = x === 'f' && y !== 'i' && y !== 'p' ? `, ${((median(diffs) / median(byName.get('f')!.rounds.map((round) => round.app))) * 100).toFixed(0)}% of the gateway's CPU` : '';
-    const allocation = y === 'p' ? '' : `; ${median(bytes).toFixed(0)} B (${Math.min(...bytes).toFixed(0)} to ${Math.max(...bytes).toFixed(0)})`;
+    const allocation = Number.isNaN(median(bytes)) ? '' : `; ${median(bytes).toFixed(0)} B (${Math.min(...bytes).toFixed(0)} to ${Math.max(...bytes).toFixed(0)})`;
     console.log(`  ${label}: ${median(diffs).toFixed(0)} µs (${Math.min(...diffs).toFixed(0)} to ${Math.max(...diffs).toFixed(0)})${share}${allocation}`);
   }
   const peer = byName.get('p');

@@ -15,7 +15,7 @@ import autocannon from 'autocannon';
 import { sha256Hex } from '../gateway/src/keys/api-keys';
 import { createPetClient } from '../gateway/src/pet-service-client/pet-client';
 import { buildBaseline } from './baseline-build';
-import { cpuSeconds, listPetsFor, median, PET_SERVICE_NODE_FLAGS, profileFlags, seed, stopCollectingLogs } from './list-pets-load';
+import { cpuSeconds, listPetsFor, median, memoryMb, PET_SERVICE_NODE_FLAGS, profileFlags, seed, stopCollectingLogs } from './list-pets-load';
 import { findRedisServer, startRedisServer, type RedisServer } from '../system-test/support/redis-server';
 import { startService, type ServiceProcess } from '../system-test/support/service-process';
 
@@ -141,13 +141,6 @@ async function compare(name: string, a: Target, b: Target, labels = ['gateway', 
   return result;
 }
 
-/** Current and peak RSS; the peak (VmHWM) counts from start-up or the last `resetPeak`. */
-function memory(pid: number): { rssMb: number; peakMb: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
-  return { rssMb: kb('VmRSS') / 1024, peakMb: kb('VmHWM') / 1024 };
-}
-
 /** So that the next peak covers the read run alone, not seeding or start-up (proc(5), clear_refs). */
 function resetPeak(pid: number): void {
   writeFileSync(`/proc/${pid}/clear_refs`, '5');
@@ -237,14 +230,14 @@ async function main(): Promise<void> {
 
     // Leak check first, while the store holds a fixed 10,000 pets: reads allocate nothing that lasts.
     await load(gatewayRead, SOAK_WARMUP_SECONDS);
-    const afterWarmup = { gateway: memory(gateway.child.pid!), petService: memory(petService.child.pid!) };
+    const afterWarmup = { gateway: memoryMb(gateway.child.pid!), petService: memoryMb(petService.child.pid!) };
     await load(gatewayRead, SOAK_SECONDS);
-    const afterSoak = { gateway: memory(gateway.child.pid!), petService: memory(petService.child.pid!) };
+    const afterSoak = { gateway: memoryMb(gateway.child.pid!), petService: memoryMb(petService.child.pid!) };
 
     resetPeak(gateway.child.pid!);
     resetPeak(petService.child.pid!);
     const read = await compare('read   GET /v1/pets?limit=20', gatewayRead, bareRead);
-    const peak = { gateway: memory(gateway.child.pid!).peakMb, petService: memory(petService.child.pid!).peakMb };
+    const peak = { gateway: memoryMb(gateway.child.pid!).peak, petService: memoryMb(petService.child.pid!).peak };
     const write = await compare('write  POST /v1/pets', gatewayWrite, bareWrite);
     const callsBefore = await petServiceCalls(petService.adminPort);
     const reject = await compare('reject GET over the limit (429)', { ...gatewayRead, secret: SECRETS.limited, expect: 429 }, bareRead);
@@ -293,7 +286,7 @@ async function main(): Promise<void> {
       };
     }
 
-    const growth = (name: 'gateway' | 'petService') => (afterSoak[name].rssMb / afterWarmup[name].rssMb - 1) * 100;
+    const growth = (name: 'gateway' | 'petService') => (afterSoak[name].rss / afterWarmup[name].rss - 1) * 100;
     const ratio = (figures: { a: Figures; b: Figures }) => (figures.a.rps / figures.b.rps).toFixed(2);
     console.log('');
     console.log(`gRPC alone: ListPets of 20 from the harness over the gateway's client, ${CONNECTIONS} in flight: ${grpc.rate.toFixed(0)} calls/s;`);
@@ -310,7 +303,7 @@ async function main(): Promise<void> {
     console.log(`peak RSS during reads: gateway ${peak.gateway.toFixed(0)} MB, pet service ${peak.petService.toFixed(0)} MB (target < 150 MB each)`);
     for (const name of ['gateway', 'petService'] as const) {
       console.log(
-        `RSS ${name}: ${afterWarmup[name].rssMb.toFixed(1)} MB after warm-up, ${afterSoak[name].rssMb.toFixed(1)} MB after a ${SOAK_SECONDS} s soak: ${growth(name) >= 0 ? '+' : ''}${growth(name).toFixed(1)}% (target <= 10%)`,
+        `RSS ${name}: ${afterWarmup[name].rss.toFixed(1)} MB after warm-up, ${afterSoak[name].rss.toFixed(1)} MB after a ${SOAK_SECONDS} s soak: ${growth(name) >= 0 ? '+' : ''}${growth(name).toFixed(1)}% (target <= 10%)`,
       );
     }
   } finally {

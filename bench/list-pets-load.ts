@@ -1,6 +1,6 @@
 /**
- * What `npm run bench` and `npm run bench:pet-service` share: CPU accounting from /proc, seeding a
- * pet service over gRPC, and ListPets load through the gateway's own client.
+ * What the benchmarks share: CPU and memory accounting from /proc, seeding a pet service over
+ * gRPC, and ListPets load through the gateway's own client.
  */
 import { readFileSync } from 'node:fs';
 import { credentials, Metadata } from '@grpc/grpc-js';
@@ -24,19 +24,27 @@ export function cpuSeconds(pid: number): number {
   return user + system;
 }
 
-/** A field of a process's /proc status given in kB (VmHWM: peak RSS; RssAnon, RssFile: now), in MB; NaN once it has exited. */
-export function statusMb(pid: number, field: 'VmHWM' | 'RssAnon' | 'RssFile'): number {
-  let status: string;
+/** A process's memory from one read of its /proc status, in MB. */
+export interface ProcessMemory {
+  /** RSS now (VmRSS), and split into anonymous memory and mapped files (the executable's code pages among them). */
+  readonly rss: number;
+  readonly anon: number;
+  readonly file: number;
+  /** Peak RSS (VmHWM) since start-up, or since the peak was last reset (proc(5), clear_refs). */
+  readonly peak: number;
+}
+
+/** A process's memory (see {@link ProcessMemory}); every figure NaN once it has exited, or is exiting. */
+export function memoryMb(pid: number): ProcessMemory {
+  let status = '';
   try {
     status = readFileSync(`/proc/${pid}/status`, 'utf8');
   } catch {
-    return NaN;
+    // Gone: every field below reads NaN.
   }
-  return Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) / 1024;
+  const mb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) / 1024;
+  return { rss: mb('VmRSS'), anon: mb('RssAnon'), file: mb('RssFile'), peak: mb('VmHWM') };
 }
-
-/** A process's peak RSS (VmHWM) since it started, in MB. */
-export const peakRssMb = (pid: number): number => statusMb(pid, 'VmHWM');
 
 /**
  * The pet service's Node flags in every benchmark, as in its image (docs/operations.md): live

@@ -24,7 +24,7 @@ import { bundleFloorApps, FLOOR_OUT_DIR } from './floor/bundle';
 import { createPetClient, type PetClient } from '../gateway/src/pet-service-client/pet-client';
 import { startService, type ServiceProcess } from '../system-test/support/service-process';
 import { buildBaseline } from './baseline-build';
-import { cpuTimes, listPetsFor, median, peakRssMb, PET_SERVICE_NODE_FLAGS, profileFlags, seed } from './list-pets-load';
+import { cpuTimes, listPetsFor, median, memoryMb, PET_SERVICE_NODE_FLAGS, profileFlags, seed } from './list-pets-load';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const ROUND_SECONDS = Number(process.env.BENCH_ROUND_SECONDS ?? 4);
@@ -106,7 +106,7 @@ async function main(): Promise<void> {
       const rounds = side.cpu.map((micros) => micros.toFixed(0)).join(' ');
       console.log(`${side.label}:`);
       console.log(`  pet service CPU µs per call ${median(side.cpu).toFixed(0)} (rounds: ${rounds}), of which system ${median(side.system).toFixed(0)}`);
-      console.log(`  client latency p50 ${median(side.p50).toFixed(1)} ms, p99 ${median(side.p99).toFixed(1)} ms; peak RSS ${peakRssMb(side.service.child.pid!).toFixed(0)} MB`);
+      console.log(`  client latency p50 ${median(side.p50).toFixed(1)} ms, p99 ${median(side.p99).toFixed(1)} ms; peak RSS ${memoryMb(side.service.child.pid!).peak.toFixed(0)} MB`);
     }
     console.log(`load average at the end ${loadavg()[0]!.toFixed(1)}`);
   } finally {

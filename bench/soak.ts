@@ -13,7 +13,7 @@
  * second of the mix, default below what the stack sustains on 2 cores: docs/testing.md), and
  * SOAK_MAX_PETS (the most pets the run creates, at one a second or fewer; default 300).
  */
-import { readFileSync } from 'node:fs';
+import { memoryMb } from './list-pets-load';
 import { secretOf, type SoakKey, type SoakStack, startSoakStack, type Topology } from './soak/stack';
 import { type CreatedPet, samePet, SoakTraffic } from './soak/traffic';
 import { type FaultEvent, type RssSample, summarize } from './soak/report';
@@ -54,13 +54,9 @@ const baseKeys: SoakKey[] = [
 
 function rssKb(pid: number | undefined): number | undefined {
   if (pid === undefined) return undefined;
-  try {
-    // An exiting process (a restart under way) has a status without VmRSS: no sample.
-    const kb = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-    return kb === undefined ? undefined : Number(kb);
-  } catch {
-    return undefined;
-  }
+  // A process gone or exiting (a restart under way) has no VmRSS: no sample.
+  const { rss } = memoryMb(pid);
+  return Number.isNaN(rss) ? undefined : rss * 1024;
 }
 
 /** Plays the faults of each cycle: Redis killed and restored, then a pet service, then a gateway restarted. */

@@ -67,13 +67,12 @@ export async function startService(name: string, env: NodeJS.ProcessEnv, runtime
 export async function startService(name: string, env: NodeJS.ProcessEnv = {}, runtime: Runtime = {}): Promise<ServiceProcess> {
   const service = name as keyof typeof ENTRY;
   const compiled = runtime.script ?? (runtime.compiled === true ? COMPILED[service] : undefined);
+  const node = [runtime.node ?? process.execPath, ...(runtime.nodeFlags ?? [])];
   // Sources run on Node itself with the tsx loader, not the tsx CLI: one process, so a signal
   // reaches the service.
   const [file, ...argv] =
     runtime.command ??
-    (compiled === undefined
-      ? [runtime.node ?? process.execPath, ...(runtime.nodeFlags ?? []), '--import', 'tsx', join(ROOT, ENTRY[service])]
-      : [runtime.node ?? process.execPath, ...(runtime.nodeFlags ?? []), '--enable-source-maps', join(ROOT, compiled)]);
+    (compiled === undefined ? [...node, '--import', 'tsx', join(ROOT, ENTRY[service])] : [...node, '--enable-source-maps', join(ROOT, compiled)]);
   const child = spawn(file, argv, {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', PET_SERVICE_PORT: '0', ADMIN_PORT: '0', LOG_LEVEL: 'info', ...env },
