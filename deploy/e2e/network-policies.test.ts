@@ -69,9 +69,16 @@ describe('deploy/e2e: the NetworkPolicies admit exactly the intended clients', f
       it('the gateway reaches the pet service and Redis; the pet service reaches MongoDB', async () => {
         const gateway = (await pods(namespace, 'app.kubernetes.io/name=gateway'))[0]!.name;
         const petService = (await pods(namespace, 'app.kubernetes.io/name=pet-service'))[0]!.name;
+        // As for the probe pods, a pod the autoscaler added just now may not be in the policy
+        // controller's sets yet (kube-router refuses it meanwhile): each path is tried for up to 60 s,
+        // and must then connect.
         const from = async (pod: string, ip: string, port: number) => {
           const script = `const s=require('net').connect(${port},'${ip}');s.on('connect',()=>process.exit(0));s.on('error',()=>process.exit(1));setTimeout(()=>process.exit(2),3000)`;
-          return (await tryKubectl(['-n', namespace, 'exec', pod, '--', 'node', '-e', script])).code;
+          const deadline = Date.now() + 60_000;
+          for (;;) {
+            const { code } = await tryKubectl(['-n', namespace, 'exec', pod, '--', 'node', '-e', script]);
+            if (code === 0 || Date.now() > deadline) return code;
+          }
         };
         expect(await from(gateway, targets['pet-service']!.ip, 50051), 'gateway -> pet service').to.equal(0);
         for (const port of targets.redis!.ports) expect(await from(gateway, targets.redis!.ip, port), `gateway -> redis:${port}`).to.equal(0);
