@@ -8,7 +8,8 @@ import { jsonTextProblem, parseJsonLosslessly } from './lossless-json';
 export const MAX_BODY_BYTES = 64 * 1024;
 
 // Raw bytes, not text: body-parser's decoder would turn invalid UTF-8 into U+FFFD unseen. It also
-// undoes a gzip, deflate or br Content-Encoding, within the same limit.
+// undoes a gzip, deflate, br or zstd Content-Encoding, within the same limit (the decoded bytes
+// count), and refuses any other coding.
 const readBytes = express.raw({ type: () => true, limit: MAX_BODY_BYTES });
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 const TOO_LARGE = new ApiError(413, 'payload_too_large', 'body: larger than 64 KiB');
