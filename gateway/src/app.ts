@@ -32,8 +32,6 @@ export interface AppOptions {
   /** Told of every error that became a 500; default: logged at error level. */
   readonly onInternalError?: InternalErrorListener;
   readonly metrics?: GatewayMetrics;
-  /** True once shutdown has begun: responses then ask clients to reconnect elsewhere. */
-  readonly draining?: () => boolean;
   /** Default: in-memory counters on {@link AppOptions.now}. */
   readonly limiter?: RateLimiter;
   readonly rateLimits?: RateLimitSettings;
@@ -92,7 +90,6 @@ export function createApp(options: AppOptions): RequestListener {
     logger,
     metrics: options.metrics,
     tracer,
-    draining: options.draining ?? (() => false),
     cors,
   });
 }

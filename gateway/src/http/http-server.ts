@@ -181,6 +181,12 @@ export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = Object.freeze({
 export interface ListeningServer {
   readonly server: Server;
   readonly port: number;
+  /**
+   * Shutdown has begun: from now on every response closes its connection (`Connection: close`,
+   * RFC 9112 section 9.6), the response of a request already in flight included, so that clients
+   * reconnect elsewhere. The listener keeps serving until it is closed.
+   */
+  drain(): void;
 }
 
 /**
@@ -198,6 +204,9 @@ export async function listen(
   port: number,
   limits: ConnectionLimits = DEFAULT_CONNECTION_LIMITS,
 ): Promise<ListeningServer> {
+  let draining = false;
+  // Each open connection, so that draining reaches the response each one has in flight.
+  const connections = new Set<Connection>();
   const server = createServer(
     {
       headersTimeout: limits.headersTimeoutMs,
@@ -209,12 +218,17 @@ export async function listen(
     },
     (request, response) => {
       track(request, response);
+      if (draining) response.setHeader('Connection', 'close');
       const problem = unroutable(request);
       if (problem === undefined) app(request, response);
       else answerError(response, problem);
     },
   );
   server.maxConnections = limits.maxConnections;
+  server.on('connection', (connection: Connection) => {
+    connections.add(connection);
+    connection.once('close', () => connections.delete(connection));
+  });
   // Without a listener Node answers 417 with an empty body.
   server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
     track(request, response);
@@ -236,7 +250,18 @@ export async function listen(
       resolve();
     });
   });
-  return { server, port: (server.address() as AddressInfo).port };
+  return {
+    server,
+    port: (server.address() as AddressInfo).port,
+    drain() {
+      draining = true;
+      // A connection's responses go out in order: its last one started is the one to close it.
+      for (const connection of connections) {
+        const last = connection[LAST_RESPONSE];
+        if (last !== undefined && !last.headersSent) last.setHeader('Connection', 'close');
+      }
+    },
+  };
 }
 
 /**
