@@ -268,11 +268,16 @@ export async function listen(
  * Stops accepting connections and resolves once every in-flight request has been answered.
  * Node closes an idle keep-alive connection only when its idle timeout fires, so idle ones are
  * swept every 50 ms: a connection closes as soon as its last response is out.
+ *
+ * Node counts a connection whose request has arrived but has not been read yet as idle, and
+ * `server.close()` closes idle connections at once; closing the listener resets connections not
+ * yet accepted. Called from a signal handler in a busy turn of the event loop, it reset requests
+ * sent before the signal (issue 45). So the listener closes, and each sweep runs, just after the
+ * loop's next poll phase, which accepts the connections waiting and reads what they received.
  */
 export function closeGracefully(server: Server): Promise<void> {
-  const sweep = setInterval(() => server.closeIdleConnections(), 50);
+  const sweep = setInterval(() => setImmediate(() => server.closeIdleConnections()), 50);
   return new Promise<void>((resolve, reject) => {
-    server.close((error) => (error ? reject(error) : resolve()));
-    server.closeIdleConnections();
+    setImmediate(() => server.close((error) => (error ? reject(error) : resolve())));
   }).finally(() => clearInterval(sweep));
 }
