@@ -6,6 +6,7 @@ import {
   expectFree,
   holdHttpRequest,
   isRunning,
+  printCommandsOfFailedTests,
   type ProcessEntry,
   processTree,
   run,
@@ -32,6 +33,7 @@ function startEnv(p: Record<string, number>): NodeJS.ProcessEnv {
  */
 describe('SIGTERM to a documented start command reaches the servers behind it', function () {
   this.timeout(60_000);
+  printCommandsOfFailedTests();
   let started: Started | undefined;
 
   afterEach(() => {
@@ -116,6 +118,7 @@ describe('SIGTERM to a documented start command reaches the servers behind it', 
  */
 describe('Ctrl-C on a documented start command drains the service behind it', function () {
   this.timeout(60_000);
+  printCommandsOfFailedTests();
   let started: Started | undefined;
   const ctrlC = { name: 'SIGINT', send: (it: Started) => process.kill(-it.child.pid!, 'SIGINT') } as const;
 
@@ -175,6 +178,7 @@ describe('Ctrl-C on a documented start command drains the service behind it', fu
  */
 describe('npm start: no service outlives it, however its processes die', function () {
   this.timeout(60_000);
+  printCommandsOfFailedTests();
   let tree: ProcessEntry[] = [];
 
   afterEach(() => {
@@ -278,6 +282,7 @@ describe('npm start: no service outlives it, however its processes die', functio
  */
 describe('npm start with a port already in use', function () {
   this.timeout(60_000);
+  printCommandsOfFailedTests();
   let holder: Server | undefined;
   let tree: ProcessEntry[] = [];
 
