@@ -70,9 +70,9 @@ function plainList(bytes: Uint8Array): { body: string; nextPageToken: string } {
   return { body: petsToJson(pets), nextPageToken };
 }
 
-function plainPet(bytes: Uint8Array): { body: string; id: string } | undefined {
+function plainPet(bytes: Uint8Array): { body: string; id: string; etag: string } | undefined {
   const { pet: decoded } = GetPetResponse.decode(bytes);
-  return decoded === undefined ? undefined : { body: petToJson(decoded), id: decoded.id };
+  return decoded === undefined ? undefined : { body: petToJson(decoded), id: decoded.id, etag: decoded.etag };
 }
 
 type Outcome<T> = { answer: T } | { thrown: string };
@@ -220,11 +220,12 @@ describe('pet JSON from the wire', () => {
       );
     });
 
-    it('returns the id as the decimal the Location header needs', () => {
+    it('returns the id as the decimal the Location header needs, and the etag for ETag', () => {
       const bytes = CreatePetResponse.encode({ pet: { id: '9223372036854775807', name: 'Rex', categoryId: '1', status: 1, etag: '"0"' } }).finish();
       expect(petResponseToJson(bytes)).to.deep.equal({
         body: '{"id":9223372036854775807,"name":"Rex","categoryId":1,"status":"available"}',
         id: '9223372036854775807',
+        etag: '"0"',
       });
     });
 
