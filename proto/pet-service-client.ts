@@ -13,12 +13,16 @@ import {
 import {
   type CreatePetRequest,
   type CreatePetResponse,
+  type DeletePetRequest,
+  type DeletePetResponse,
   type GetPetRequest,
   type GetPetResponse,
   type ListPetsRequest,
   type ListPetsResponse,
   PetServiceClient,
   PetServiceService,
+  type UpdatePetRequest,
+  type UpdatePetResponse,
 } from './gen/petstore/v1/pet_service';
 import { CertificateFiles, CertificateFilesError, type CertificateFilesOptions, type Certificates } from './certificate-files';
 import { IDEMPOTENCY_KEY_PATTERN } from './contract';
@@ -26,7 +30,7 @@ import { createTlsChannelCredentials } from './tls-channel-credentials';
 import { CALLER_ID_METADATA, IDEMPOTENT_REPLAYED_METADATA, RETRY_PUSHBACK_METADATA } from './metadata';
 
 /** The methods of petstore.v1.PetService, as named on the wire. */
-export type PetServiceMethod = 'ListPets' | 'CreatePet' | 'GetPet';
+export type PetServiceMethod = 'ListPets' | 'CreatePet' | 'GetPet' | 'UpdatePet' | 'DeletePet';
 
 /** HTTP/2 keepalive pings of each connection to the pet service. */
 export interface KeepaliveOptions {
@@ -94,6 +98,17 @@ export interface RawCreatedPet {
   readonly replayed: boolean;
 }
 
+/** A change's answer, and whether it replays an earlier change with the same idempotency key. */
+export interface UpdatedPet extends UpdatePetResponse {
+  readonly replayed: boolean;
+}
+
+/** A change's answer as protobuf bytes (an UpdatePetResponse), and whether it replays an earlier change. */
+export interface RawUpdatedPet {
+  readonly bytes: Buffer;
+  readonly replayed: boolean;
+}
+
 /**
  * The calls of {@link PromisePetServiceClient}, deadline, retries, cancellation, caller id and
  * `onCallEnd` alike, answering the response message's protobuf bytes as received (a Buffer of its
@@ -104,6 +119,7 @@ export interface RawPetServiceCalls {
   listPets(request: ListPetsRequest, metadata?: Metadata, options?: PetServiceCallOptions): Promise<Buffer>;
   createPet(request: CreatePetRequest, metadata?: Metadata, options?: PetServiceCallOptions): Promise<RawCreatedPet>;
   getPet(request: GetPetRequest, metadata?: Metadata, options?: PetServiceCallOptions): Promise<Buffer>;
+  updatePet(request: UpdatePetRequest, metadata?: Metadata, options?: PetServiceCallOptions): Promise<RawUpdatedPet>;
 }
 
 /** The pet service with promise-returning calls, each with a deadline; made by {@link createPetServiceClient}. */
@@ -111,7 +127,11 @@ export interface PromisePetServiceClient {
   listPets(request: ListPetsRequest, metadata?: Metadata, options?: PetServiceCallOptions): Promise<ListPetsResponse>;
   createPet(request: CreatePetRequest, metadata?: Metadata, options?: PetServiceCallOptions): Promise<CreatedPet>;
   getPet(request: GetPetRequest, metadata?: Metadata, options?: PetServiceCallOptions): Promise<GetPetResponse>;
-  /** The same calls, answering the response's protobuf bytes undecoded. */
+  /** Never retried but for a refused stream, as CreatePet: a change whose answer was lost may have been made. */
+  updatePet(request: UpdatePetRequest, metadata?: Metadata, options?: PetServiceCallOptions): Promise<UpdatedPet>;
+  /** Never retried but for a refused stream: a second try of a delete that was made answers NOT_FOUND. */
+  deletePet(request: DeletePetRequest, metadata?: Metadata, options?: PetServiceCallOptions): Promise<DeletePetResponse>;
+  /** The same calls (but DeletePet, which answers nothing), answering the response's protobuf bytes undecoded. */
   readonly raw: RawPetServiceCalls;
   /**
    * A generated ts-proto client on the same channel, made when first read: the calls above do not
@@ -429,10 +449,10 @@ export function createPetServiceClient(target: string, options: PetServiceClient
         if (onCallEnd !== undefined) onCallEnd(name, code, start);
       }
     };
-  /** CreatePet with its answer's replay flag, read from the response headers. */
+  /** CreatePet or UpdatePet with its answer's replay flag, read from the response headers. */
   const created =
-    <Res>(create: ReturnType<typeof call<CreatePetRequest, Res>>) =>
-    async (request: CreatePetRequest, metadata?: Metadata, options?: PetServiceCallOptions): Promise<{ response: Res; replayed: boolean }> => {
+    <Req, Res>(create: ReturnType<typeof call<Req, Res>>) =>
+    async (request: Req, metadata?: Metadata, options?: PetServiceCallOptions): Promise<{ response: Res; replayed: boolean }> => {
       let replayed = false;
       const response = await create(request, metadata, options, (headers) => {
         replayed = headers.get(IDEMPOTENT_REPLAYED_METADATA)[0] === 'true';
@@ -440,9 +460,11 @@ export function createPetServiceClient(target: string, options: PetServiceClient
       return { response, replayed };
     };
   const retryReads = options.retryReads ?? true;
-  const { listPets, getPet, createPet } = PetServiceService;
+  const { listPets, getPet, createPet, updatePet, deletePet } = PetServiceService;
   const createDecoded = created(call('CreatePet', createPet, false));
   const createRaw = created(call('CreatePet', undecoded(createPet), false));
+  const updateDecoded = created(call('UpdatePet', updatePet, false));
+  const updateRaw = created(call('UpdatePet', undecoded(updatePet), false));
   let generated: PetServiceClient | undefined;
   return {
     listPets: call('ListPets', listPets, retryReads),
@@ -451,6 +473,11 @@ export function createPetServiceClient(target: string, options: PetServiceClient
       return { ...response, replayed };
     },
     getPet: call('GetPet', getPet, retryReads),
+    async updatePet(request, metadata, options) {
+      const { response, replayed } = await updateDecoded(request, metadata, options);
+      return { ...response, replayed };
+    },
+    deletePet: call('DeletePet', deletePet, false),
     raw: {
       listPets: call('ListPets', undecoded(listPets), retryReads),
       async createPet(request, metadata, options) {
@@ -458,6 +485,10 @@ export function createPetServiceClient(target: string, options: PetServiceClient
         return { bytes: response, replayed };
       },
       getPet: call('GetPet', undecoded(getPet), retryReads),
+      async updatePet(request, metadata, options) {
+        const { response, replayed } = await updateRaw(request, metadata, options);
+        return { bytes: response, replayed };
+      },
     },
     get client() {
       return (generated ??= new PetServiceClient(target, credentials, { channelOverride: channel }));

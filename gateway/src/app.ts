@@ -57,7 +57,7 @@ export function createApp(options: AppOptions): RequestListener {
   const tracer = options.tracer ?? NON_RECORDING_TRACER;
   const openApiJson = stringify(openApiDocumentFor(routes))!;
   // A preflight allows every method the gateway serves on some path: the pets API's and the routes'.
-  const cors = createCorsPolicy(options.corsOrigins ?? [], [...new Set(['GET', 'HEAD', 'POST', ...routes.flatMap((route) => route.methods)])]);
+  const cors = createCorsPolicy(options.corsOrigins ?? [], [...new Set(['GET', 'HEAD', 'POST', 'PATCH', 'DELETE', ...routes.flatMap((route) => route.methods)])]);
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
