@@ -218,6 +218,21 @@ export function runToRefusal(name: 'gateway' | 'pet-service', env: NodeJS.Proces
   });
 }
 
+/**
+ * Milliseconds from the service's first log line `from` to its first line `to` after it, by the
+ * service's own clock (pino's `time`), once its output is read to the end: how long the service
+ * took between two steps, without the time a busy machine takes to deliver a signal, end a process
+ * or pass its lines on.
+ */
+export async function loggedInterval(service: ServiceProcess, from: string, to: string): Promise<number> {
+  const stdout = service.child.stdout!;
+  if (!stdout.closed) await once(stdout, 'close');
+  const start = service.logs.findIndex((line) => line.msg === from);
+  const end = service.logs.findIndex((line, index) => index > start && line.msg === to);
+  if (start === -1 || end === -1) throw new Error(`${from} … ${to}: not both logged: ${JSON.stringify(service.logs)}`);
+  return Number(service.logs[end]!.time) - Number(service.logs[start]!.time);
+}
+
 /** Sends `signal` (default SIGTERM) and resolves with the exit code once the child has exited. */
 export async function stopChild(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
   if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
