@@ -159,16 +159,21 @@ describe('a gateway whose REDIS_SENTINELS lists a name that does not resolve and
     const seen = { [missing]: about(missing).length, [refusing]: about(refusing).length };
 
     // The master dies: the gateway reconnects to the promoted replica, and a new failover detector
-    // dials every Sentinel again, within the same minute.
+    // dials every Sentinel again, usually within the same minute (at debug, then).
     process.kill(servers.master.pid, 'SIGKILL');
     await waitFor(async () => (await servers.masterPort().catch(() => servers.master.port)) === servers.replica.port, 30_000);
     await waitFor(() => about(missing).length > seen[missing]! && about(refusing).length > seen[refusing]!, 30_000, () => gateway!.lines.join('\n'));
 
     for (const sentinel of [missing, refusing]) {
       const warnings = about(sentinel).filter((line) => line.level === 40);
-      expect(warnings, sentinel).to.have.length(1);
+      // Once a minute at most, by the gateway's clock: the dials of a slow failover can fall in a
+      // second minute, whose warning then says how many attempts it stands for.
+      expect(warnings.length, sentinel).to.be.at.least(1);
       expect(warnings[0]!.occurrences).to.equal(1);
-      expect(String(warnings[0]!.reason)).to.match(sentinel === missing ? /ENOTFOUND redis-9\.redis\.petstore\.invalid/ : /ECONNREFUSED/);
+      for (let index = 1; index < warnings.length; index += 1) {
+        expect(Number(warnings[index]!.time) - Number(warnings[index - 1]!.time), `${sentinel}: warnings ${index} and ${index + 1} apart, ms`).to.be.at.least(59_900);
+      }
+      for (const warning of warnings) expect(String(warning.reason)).to.match(sentinel === missing ? /ENOTFOUND redis-9\.redis\.petstore\.invalid/ : /ECONNREFUSED/);
     }
     const notJson = gateway.lines.filter((line) => {
       try {
