@@ -173,6 +173,9 @@ describe('monitoring: the rules and the dashboard against a running gateway and 
       petService: { GRPC_TLS_CERT_FILE: `${files.path}/tls.crt`, GRPC_TLS_KEY_FILE: `${files.path}/tls.key`, GRPC_TLS_CLIENT_CA_FILE: `${files.path}/ca.crt` },
       gateway: {
         REDIS_URL: redis.url,
+        // Nothing may fall back here but the Redis kill below; the 200 ms default would let one slow
+        // reply of a busy machine start an episode (limits-exact above 0, RateLimitsNotShared pending).
+        REDIS_COMMAND_TIMEOUT_MS: '2000',
         PET_SERVICE_TLS_CA_FILE: `${files.path}/ca.crt`,
         PET_SERVICE_TLS_CERT_FILE: `${files.path}/gateway.crt`,
         PET_SERVICE_TLS_KEY_FILE: `${files.path}/gateway.key`,
@@ -227,16 +230,28 @@ describe('monitoring: the rules and the dashboard against a running gateway and 
       await prometheus?.stop();
     });
 
-    /** Resolves once every rule group has been evaluated on a scrape of both targets made after now. */
+    /**
+     * Resolves once every rule group has been evaluated on a successful scrape of both targets made
+     * after now. A scrape that outlived its 1 s timeout on a busy machine counts as the target down
+     * (PetstoreTargetDown pending at once): the next one is waited for, and a target that never
+     * answers in time fails the wait.
+     */
     const evaluatedOnFreshScrapes = async (): Promise<void> => {
       const since = Date.now();
       let scrapedBy = Infinity;
-      await waitFor(async () => {
-        const scraped = (await prometheus.targets()).map((target) => Date.parse(target.lastScrape));
-        if (scraped.length !== 2 || scraped.some((at) => at <= since)) return false;
-        scrapedBy = Math.max(...scraped);
-        return true;
-      }, 20_000);
+      let seen = '';
+      await waitFor(
+        async () => {
+          const targets = await prometheus.targets();
+          seen = JSON.stringify(targets.map(({ health, lastScrape }) => ({ health, lastScrape })));
+          const scraped = targets.map((target) => Date.parse(target.lastScrape));
+          if (scraped.length !== 2 || scraped.some((at) => at <= since) || targets.some((target) => target.health !== 'up')) return false;
+          scrapedBy = Math.max(...scraped);
+          return true;
+        },
+        20_000,
+        () => `targets: ${seen}`,
+      );
       await waitFor(async () => (await prometheus.ruleGroups()).every((group) => Date.parse(group.lastEvaluation) > scrapedBy), 20_000);
     };
     const value = async (expr: string): Promise<number | undefined> => {
