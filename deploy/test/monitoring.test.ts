@@ -139,6 +139,17 @@ describe('deploy/monitoring: the rules, their unit tests, the PrometheusRule, th
         'slo:sli_error:ratio_rate1h',
       ]);
     });
+
+    it("splits the gateway's requests, errors and latency by route and method, as the latency SLO judges them: a route's methods have bounds of their own", () => {
+      const requestPanels = panels.filter((panel) => panel.targets!.some((target) => /\bhttp_request(s_total|_duration_seconds_bucket)\{/.test(target.expr)));
+      expect(requestPanels.map((panel) => panel.title)).to.have.length.of.at.least(4);
+      for (const panel of requestPanels) {
+        for (const target of panel.targets!) {
+          const grouped = /\bsum by \(([^)]*)\)/.exec(target.expr)?.[1]?.split(',').map((label) => label.trim());
+          expect(grouped, `${panel.title}: ${target.expr}`).to.include.members(['route', 'method']);
+        }
+      }
+    });
   });
 
   it('reads the selectors of an expression: names, matchers and Grafana variables, not functions, keywords or label lists', () => {
