@@ -119,7 +119,19 @@ function parseRefusal(error: NodeJS.ErrnoException & { rawPacket?: Buffer; bytes
   }
 }
 
-/** Writes a refusal as a whole response, as Node would (`Date` included), and closes the connection. */
+/**
+ * How long a refused connection waits for the client's end once the refusal is written, before it
+ * is destroyed (RFC 9112 section 9.6, a lingering close: closed at once, what the client sent since
+ * would make the kernel reset the connection, perhaps before the client has read the refusal).
+ */
+const LINGER_MS = 2000;
+
+/**
+ * Writes a refusal as a whole response, as Node would (`Date` included), and closes the connection:
+ * when the client ends it, or after {@link LINGER_MS}. Node may have stopped reading the connection
+ * (a CONNECT's, handed over while earlier responses were held back by backpressure, is never read
+ * again): without the bound it would stay open, and `server.close()` would wait for it for ever.
+ */
 function writeRefusal(connection: Connection, error: ApiError): void {
   if (!connection.writable) {
     connection.destroy();
@@ -130,6 +142,8 @@ function writeRefusal(connection: Connection, error: ApiError): void {
     `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nDate: ${new Date().toUTCString()}\r\nContent-Type: application/json; charset=utf-8\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
+  const linger = setTimeout(() => connection.destroy(), LINGER_MS);
+  connection.once('close', () => clearTimeout(linger));
 }
 
 /**

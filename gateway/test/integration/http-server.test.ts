@@ -98,3 +98,24 @@ describe('closeGracefully: a request that arrived before the shutdown began', ()
     });
   }
 });
+
+/**
+ * Issue 45 (found by the fuzz suite's pipelined property): Node hands a CONNECT's connection over,
+ * and stops reading one that HTTP backpressure had paused; the refused connection then stayed open
+ * after the client closed it, and `server.close()` never returned.
+ */
+describe('listen: a CONNECT pipelined behind a large response', () => {
+  it('is refused 501, and its connection closes, so that the server can close', async () => {
+    const listening = await listen((request, response) => response.end(request.url === '/big' ? 'x'.repeat(256 * 1024) : 'small'), '127.0.0.1', 0);
+    const socket = connect(listening.port, '127.0.0.1');
+    let received = '';
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+    socket.on('error', () => undefined);
+    const ended = once(socket, 'end');
+    socket.write('GET /big HTTP/1.1\r\nHost: x\r\n\r\nGET /small HTTP/1.1\r\nHost: x\r\n\r\nCONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+    await ended;
+    expect(received.match(/HTTP\/1\.1 \d{3}/g)).to.deep.equal(['HTTP/1.1 200', 'HTTP/1.1 200', 'HTTP/1.1 501']);
+    socket.end();
+    await new Promise<void>((resolve, reject) => listening.server.close((error) => (error ? reject(error) : resolve())));
+  });
+});
