@@ -44,6 +44,7 @@ export function createPetClient(options: PetClientOptions): PetClient {
     throw certificateConfigError(error);
   }
   metrics?.readCertificatesWith(() => client.certificates());
+  metrics?.countConnectionsWith(() => client.transport.connections());
   return client;
 }
 
