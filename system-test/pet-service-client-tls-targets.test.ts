@@ -1,5 +1,5 @@
 import { createServer as createHttpServer, type IncomingMessage } from 'node:http';
-import { createSecureServer, type Http2SecureServer } from 'node:http2';
+import { createSecureServer, type Http2SecureServer, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import { type AddressInfo, connect as connectTcp } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
@@ -133,6 +133,49 @@ describe('createPetServiceClient over mutual TLS to a name or an IP address', fu
       expect((await client(real!, { transportOptions: { proxy: proxyAddress! } }).listPets(LIST)).pets, real).to.deep.equal([]);
       expect(tunnelled, real).to.include(real!.replace('dns:///', ''));
     }
+  });
+
+  it('presents a client certificate rotated on disk on its new connections, without a restart; a connection made keeps its own', async () => {
+    const issued = ca.issue('rotation-probe');
+    const presented: string[] = [];
+    const probe = createSecureServer({ cert: issued.cert, key: issued.key, ca: ca.cert, requestCert: true, rejectUnauthorized: true, allowHTTP1: false });
+    probe.on('secureConnection', (socket: TLSSocket) => presented.push(String(socket.getPeerCertificate().subject.CN)));
+    // Every call answered OK with an empty ListPetsResponse.
+    probe.on('stream', (serverStream) => {
+      const stream = serverStream as ServerHttp2Stream;
+      stream.on('error', () => undefined);
+      stream.resume();
+      stream.on('end', () => {
+        stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+        stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+        stream.end(Buffer.alloc(5));
+      });
+    });
+    const sessions = new Set<ServerHttp2Session>();
+    probe.on('session', (session: ServerHttp2Session) => sessions.add(session.on('close', () => sessions.delete(session))));
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    servers.push({ shutdown: () => new Promise((resolve) => probe.close(() => resolve())) });
+    const first = ca.issue('first-gateway', { use: 'client' });
+    const pets = createPetServiceClient(`127.0.0.1:${(probe.address() as AddressInfo).port}`, {
+      tls: { caFile: `${files.path}/ca.crt`, certFile: files.write('rotating.crt', first.cert), keyFile: files.write('rotating.key', first.key), reloadIntervalMs: 50 },
+    });
+    clients.push(pets);
+    await pets.listPets(LIST);
+    expect(presented).to.deep.equal(['first-gateway']);
+
+    const renewed = ca.issue('renewed-gateway', { use: 'client' });
+    files.write('rotating.key', renewed.key);
+    files.write('rotating.crt', renewed.cert);
+    await waitFor(() => pets.certificates()?.subject?.includes('renewed-gateway') === true, 5000);
+    await pets.listPets(LIST);
+    expect(presented, 'the connection made keeps its certificate').to.deep.equal(['first-gateway']);
+
+    // The server recycles the connection (GOAWAY), as the pet service does at its maximum age; the
+    // client connects again at once.
+    for (const session of sessions) session.close();
+    await waitFor(() => presented.length === 2, 5000, () => presented.join(', '));
+    await pets.listPets(LIST);
+    expect(presented).to.deep.equal(['first-gateway', 'renewed-gateway']);
   });
 
   describe('SNI', () => {

@@ -292,6 +292,33 @@ describe('createPetServiceClient (@petstore/proto) against real gRPC servers on 
     });
   });
 
+  it('loses no read and no create while the pet service recycles every connection under concurrent load (GOAWAY every 200 ms)', async () => {
+    const server = await petService({ maxConnectionAgeMs: 200 });
+    cleanups.push(() => server.shutdown());
+    // Through a TCP proxy that counts the connections made.
+    const counting = await startTcpProxy(server.port);
+    cleanups.push(() => counting.close());
+    const pets = client(`127.0.0.1:${counting.port}`, { retryReads: false });
+    const failures: string[] = [];
+    let calls = 0;
+    const until = Date.now() + 4000;
+    const worker = async (index: number): Promise<void> => {
+      for (let call = 0; Date.now() < until; call += 1) {
+        // Reads with their retries off, and creates (never retried on UNAVAILABLE): only the
+        // transport's resending of refused streams can keep them from failing.
+        const made = index % 2 === 0 ? pets.listPets(LIST) : pets.createPet({ name: `Rex ${index}.${call}`, categoryId: '1', status: 0 });
+        await made.then(
+          () => (calls += 1),
+          (error: ServiceError) => failures.push(`${error.code} ${error.details}`),
+        );
+      }
+    };
+    await Promise.all(Array.from({ length: 16 }, (_, index) => worker(index)));
+    expect(failures, `${failures.length} of ${calls + failures.length} calls failed`).to.deep.equal([]);
+    expect(calls).to.be.above(100);
+    expect(counting.accepted.length, 'connections recycled under the calls').to.be.at.least(8);
+  });
+
   describe('a unary answer as grpc-js checks it (a server on node:http2: no gRPC library answers so)', () => {
     const PET_RESPONSE = GetPetResponse.encode({ pet: PET }).finish();
     const ANSWERS: ReadonlyArray<readonly [string, RawAnswer]> = [
