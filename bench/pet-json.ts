@@ -32,6 +32,7 @@ const pets: Pet[] = Array.from({ length: 20 }, (_, index) => ({
   name: `pet-${480 + index}`,
   categoryId: String(1 + ((480 + index) % 50)),
   status: 1 + ((480 + index) % 3),
+  etag: '',
 }));
 const PAGE = ListPetsResponse.encode({ pets, nextPageToken: 'djEuNTAwLmF2YWlsYWJsZS5iM2Y0YzFkOGE5ZTI3NjEwNWQ0YzhhOWUyNzYxMDVk' }).finish();
 const ONE = GetPetResponse.encode({ pet: pets[0] }).finish();

@@ -62,3 +62,84 @@ export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 export const IDEMPOTENCY_KEY_PROBLEM = 'must be 1 to 255 visible ASCII characters';
 /** What both services say of a header or metadata entry sent more than once where one is allowed. */
 export const ONE_VALUE_PROBLEM = 'must be one value';
+
+/** A pet's statuses as the HTTP API and the stores spell them (PET_STATUS_AVAILABLE is `available`). */
+export type PetStatusName = 'available' | 'pending' | 'sold';
+
+/**
+ * The changes of status a pet may make, the one table both services apply (docs/decisions.md):
+ * reserved (available to pending), released (pending to available), sold from either; `sold` is
+ * final. Naming the status a pet already has is no transition and is refused like any other: a
+ * second clerk selling a sold pet, or reserving a reserved one, must hear that it was not them.
+ */
+export const STATUS_TRANSITIONS: { readonly [From in PetStatusName]: readonly PetStatusName[] } = {
+  available: ['pending', 'sold'],
+  pending: ['available', 'sold'],
+  sold: [],
+};
+
+/** The statuses from which a pet may change to `to`: the filter of a conditional write. */
+export function statusesLeadingTo(to: PetStatusName): PetStatusName[] {
+  return (Object.keys(STATUS_TRANSITIONS) as PetStatusName[]).filter((from) => STATUS_TRANSITIONS[from].includes(to));
+}
+
+/** What both services say of a change of status the table refuses, naming both statuses. */
+export function transitionProblem(from: PetStatusName, to: PetStatusName): string {
+  const allowed = STATUS_TRANSITIONS[from];
+  return `cannot change from ${from} to ${to}; ${allowed.length === 0 ? `${from} is final` : `${from} can change to ${allowed.join(' or ')}`}`;
+}
+
+/**
+ * A pet's entity tag (RFC 9110 section 8.8.3), strong, quotes included: its stored version, which
+ * every change raises by one, so the tag changes with every change and only then. Pets stored
+ * before versions existed are version 0. Opaque to clients: they compare and send it back.
+ */
+export function etagOf(version: number): string {
+  return `"${version}"`;
+}
+
+/** The version a strong entity tag of {@link etagOf}'s form names; undefined for any other tag (which matches no pet). */
+export function versionOfEtag(etag: string): number | undefined {
+  const match = /^"(0|[1-9][0-9]{0,14})"$/.exec(etag);
+  return match === null ? undefined : Number(match[1]);
+}
+
+/**
+ * One entity tag as RFC 9110 section 8.8.3 writes it: optional `W/`, then opaque text in double
+ * quotes (visible ASCII and obs-text but `"`; obs-text is not accepted here, as no tag of ours has it).
+ */
+const ENTITY_TAG = String.raw`(?:W\/)?"[\x21\x23-\x7e]*"`;
+/** An `If-Match` or `If-None-Match` value: `*`, or a comma-separated list of entity tags. */
+export const ETAG_CONDITION_PATTERN = new RegExp(String.raw`^(?:\*|${ENTITY_TAG}(?:[ \t]*,[ \t]*${ENTITY_TAG})*)$`);
+const EACH_TAG = /(?:W\/)?"[^"]*"/g;
+/** What both services say of a condition that is not `*` or a list of entity tags. */
+export const ETAG_CONDITION_PROBLEM = 'must be * or a comma-separated list of quoted entity tags';
+/** The longest condition accepted: far more tags than any client sends. */
+export const MAX_ETAG_CONDITION_LENGTH = 1024;
+
+/**
+ * A parsed `If-Match` (or UpdatePetRequest.etag): `any` for `*`, which any existing pet matches, or
+ * the versions its strong tags of {@link etagOf}'s form name (weak tags never match under the strong
+ * comparison RFC 9110 section 13.1.1 requires; tags of another form match no pet). Undefined for a
+ * value that is no condition.
+ */
+export type EtagCondition = { readonly any: true } | { readonly any: false; readonly versions: readonly number[] };
+
+export function parseEtagCondition(value: string): EtagCondition | undefined {
+  const trimmed = value.trim();
+  if (trimmed.length > MAX_ETAG_CONDITION_LENGTH || !ETAG_CONDITION_PATTERN.test(trimmed)) return undefined;
+  if (trimmed === '*') return { any: true };
+  const versions = new Set<number>();
+  for (const tag of trimmed.match(EACH_TAG)!) {
+    const version = versionOfEtag(tag);
+    if (version !== undefined) versions.add(version);
+  }
+  return { any: false, versions: [...versions] };
+}
+
+/** Whether `etag` (strong, ours) matches `condition` under weak comparison (If-None-Match, RFC 9110 section 13.1.2). */
+export function weaklyMatches(condition: string, etag: string): boolean {
+  const trimmed = condition.trim();
+  if (trimmed === '*') return true;
+  return (trimmed.match(EACH_TAG) ?? []).some((tag) => (tag.startsWith('W/') ? tag.slice(2) : tag) === etag);
+}

@@ -9,6 +9,7 @@ export * from './gen/petstore/v1/pet_service';
 export * from './contract';
 export * from './metadata';
 export * from './field-violation';
+export * from './error-details';
 export * from './pet-service-client';
 export * from './certificate-files';
 

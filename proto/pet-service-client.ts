@@ -2,11 +2,15 @@ import { Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
 import {
   CreatePetRequest,
   CreatePetResponse,
+  DeletePetRequest,
+  DeletePetResponse,
   GetPetRequest,
   GetPetResponse,
   ListPetsRequest,
   ListPetsResponse,
   PetServiceService,
+  UpdatePetRequest,
+  UpdatePetResponse,
 } from './gen/petstore/v1/pet_service';
 import type { CertificateFilesOptions, Certificates } from './certificate-files';
 import { IDEMPOTENCY_KEY_PATTERN } from './contract';
@@ -18,7 +22,7 @@ import { createUnaryTransport, DEFAULT_KEEPALIVE, type UnaryTransport, type Unar
 export { DEFAULT_KEEPALIVE, type KeepaliveOptions };
 
 /** The methods of petstore.v1.PetService, as named on the wire. */
-export type PetServiceMethod = 'ListPets' | 'CreatePet' | 'GetPet';
+export type PetServiceMethod = 'ListPets' | 'CreatePet' | 'GetPet' | 'UpdatePet' | 'DeletePet';
 
 /** Settings of {@link createPetServiceClient}; every one has a production default. */
 export interface PetServiceClientOptions {
@@ -78,6 +82,17 @@ export interface RawCreatedPet {
   readonly replayed: boolean;
 }
 
+/** A change's answer, and whether it replays an earlier change with the same idempotency key. */
+export interface UpdatedPet extends UpdatePetResponse {
+  readonly replayed: boolean;
+}
+
+/** A change's answer as protobuf bytes (an UpdatePetResponse), and whether it replays an earlier change. */
+export interface RawUpdatedPet {
+  readonly bytes: Buffer;
+  readonly replayed: boolean;
+}
+
 /**
  * The calls of {@link PromisePetServiceClient}, deadline, retries, cancellation, caller id and
  * `onCallEnd` alike, answering the response message's protobuf bytes as received (a Buffer of its
@@ -88,6 +103,7 @@ export interface RawPetServiceCalls {
   listPets(request: ListPetsRequest, metadata?: Metadata, options?: PetServiceCallOptions): Promise<Buffer>;
   createPet(request: CreatePetRequest, metadata?: Metadata, options?: PetServiceCallOptions): Promise<RawCreatedPet>;
   getPet(request: GetPetRequest, metadata?: Metadata, options?: PetServiceCallOptions): Promise<Buffer>;
+  updatePet(request: UpdatePetRequest, metadata?: Metadata, options?: PetServiceCallOptions): Promise<RawUpdatedPet>;
 }
 
 /** The pet service with promise-returning calls, each with a deadline; made by {@link createPetServiceClient}. */
@@ -95,7 +111,11 @@ export interface PromisePetServiceClient {
   listPets(request: ListPetsRequest, metadata?: Metadata, options?: PetServiceCallOptions): Promise<ListPetsResponse>;
   createPet(request: CreatePetRequest, metadata?: Metadata, options?: PetServiceCallOptions): Promise<CreatedPet>;
   getPet(request: GetPetRequest, metadata?: Metadata, options?: PetServiceCallOptions): Promise<GetPetResponse>;
-  /** The same calls, answering the response's protobuf bytes undecoded. */
+  /** Never retried but for a refused stream, as CreatePet: a change whose answer was lost may have been made. */
+  updatePet(request: UpdatePetRequest, metadata?: Metadata, options?: PetServiceCallOptions): Promise<UpdatedPet>;
+  /** Never retried but for a refused stream: a second try of a delete that was made answers NOT_FOUND. */
+  deletePet(request: DeletePetRequest, metadata?: Metadata, options?: PetServiceCallOptions): Promise<DeletePetResponse>;
+  /** The same calls (but DeletePet, which answers nothing), answering the response's protobuf bytes undecoded. */
   readonly raw: RawPetServiceCalls;
   /**
    * A unary call of any other method of the same server (its health service, say) on the same
@@ -162,6 +182,8 @@ const METHODS = {
   listPets: { path: PetServiceService.listPets.path, encode: (request: ListPetsRequest) => ListPetsRequest.encode(request).finish(), decode: ListPetsResponse.decode },
   createPet: { path: PetServiceService.createPet.path, encode: (request: CreatePetRequest) => CreatePetRequest.encode(request).finish(), decode: CreatePetResponse.decode },
   getPet: { path: PetServiceService.getPet.path, encode: (request: GetPetRequest) => GetPetRequest.encode(request).finish(), decode: GetPetResponse.decode },
+  updatePet: { path: PetServiceService.updatePet.path, encode: (request: UpdatePetRequest) => UpdatePetRequest.encode(request).finish(), decode: UpdatePetResponse.decode },
+  deletePet: { path: PetServiceService.deletePet.path, encode: (request: DeletePetRequest) => DeletePetRequest.encode(request).finish(), decode: DeletePetResponse.decode },
 };
 
 /** A method whose response is answered as received: its protobuf bytes, undecoded. */
@@ -291,10 +313,10 @@ export function createPetServiceClient(target: string, options: PetServiceClient
         if (onCallEnd !== undefined) onCallEnd(name, code, start);
       }
     };
-  /** CreatePet with its answer's replay flag, read from the response headers. */
+  /** CreatePet or UpdatePet with its answer's replay flag, read from the response headers. */
   const created =
-    <Res>(create: ReturnType<typeof call<CreatePetRequest, Res>>) =>
-    async (request: CreatePetRequest, metadata?: Metadata, options?: PetServiceCallOptions): Promise<{ response: Res; replayed: boolean }> => {
+    <Req, Res>(create: ReturnType<typeof call<Req, Res>>) =>
+    async (request: Req, metadata?: Metadata, options?: PetServiceCallOptions): Promise<{ response: Res; replayed: boolean }> => {
       let replayed = false;
       const response = await create(request, metadata, options, (headers) => {
         replayed = headers.get(IDEMPOTENT_REPLAYED_METADATA)[0] === 'true';
@@ -302,9 +324,11 @@ export function createPetServiceClient(target: string, options: PetServiceClient
       return { response, replayed };
     };
   const retryReads = options.retryReads ?? true;
-  const { listPets, getPet, createPet } = METHODS;
+  const { listPets, getPet, createPet, updatePet, deletePet } = METHODS;
   const createDecoded = created(call('CreatePet', createPet, false));
   const createRaw = created(call('CreatePet', undecoded(createPet), false));
+  const updateDecoded = created(call('UpdatePet', updatePet, false));
+  const updateRaw = created(call('UpdatePet', undecoded(updatePet), false));
   return {
     listPets: call('ListPets', listPets, retryReads),
     async createPet(request, metadata, options) {
@@ -312,6 +336,11 @@ export function createPetServiceClient(target: string, options: PetServiceClient
       return { ...response, replayed };
     },
     getPet: call('GetPet', getPet, retryReads),
+    async updatePet(request, metadata, options) {
+      const { response, replayed } = await updateDecoded(request, metadata, options);
+      return { ...response, replayed };
+    },
+    deletePet: call('DeletePet', deletePet, false),
     raw: {
       listPets: call('ListPets', undecoded(listPets), retryReads),
       async createPet(request, metadata, options) {
@@ -319,6 +348,10 @@ export function createPetServiceClient(target: string, options: PetServiceClient
         return { bytes: response, replayed };
       },
       getPet: call('GetPet', undecoded(getPet), retryReads),
+      async updatePet(request, metadata, options) {
+        const { response, replayed } = await updateRaw(request, metadata, options);
+        return { bytes: response, replayed };
+      },
     },
     call: (path, request, metadata = new Metadata(), options) => transport.call(path, request, withCaller(metadata), { deadline: Date.now() + deadlineMs, signal: options?.signal }),
     transport,

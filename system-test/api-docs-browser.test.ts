@@ -48,15 +48,18 @@ describe('API reference page in Chromium', function () {
     await page.close();
   });
 
-  it('shows Authorize and the three operations first, the guide folded, with no console error, CSP violation or failed request', async () => {
+  it('shows Authorize and the five operations first, the guide folded, with no console error, CSP violation or failed request', async () => {
     await page.goto(`${stack!.baseUrl}/docs`);
     await page.locator('#operations-pets-getPet').waitFor();
-    for (const operation of ['listPets', 'createPet', 'getPet']) {
+    for (const operation of ['listPets', 'createPet', 'getPet', 'updatePet', 'deletePet']) {
       expect(await page.locator(`#operations-pets-${operation}`).count(), operation).to.equal(1);
     }
     const paths = await page.locator('.opblock-summary [data-path]').evaluateAll((spans) => spans.map((span) => span.getAttribute('data-path')));
-    expect(paths).to.deep.equal(['/pets', '/pets', '/pets/{petId}']);
+    expect(paths).to.deep.equal(['/pets', '/pets', '/pets/{petId}', '/pets/{petId}', '/pets/{petId}']);
     expect(await page.locator('#operations-pets-getPet .opblock-summary-path__deprecated').count(), 'getPet shown deprecated').to.equal(1);
+    for (const operation of ['updatePet', 'deletePet']) {
+      expect(await page.locator(`#operations-pets-${operation} .opblock-summary-path__deprecated`).count(), `${operation} not deprecated`).to.equal(0);
+    }
     // Authorize and the operations come first: on screen without scrolling, the guide folded.
     for (const selector of ['button.authorize', '#operations-pets-listPets', '#operations-pets-getPet']) {
       const box = await page.locator(selector).first().boundingBox();

@@ -66,8 +66,8 @@ describe('CORS (CORS_ORIGINS)', () => {
       expect(response.status, path).to.equal(204);
       expect(await response.text()).to.equal('');
       expect(response.headers.get('access-control-allow-origin')).to.equal(ALLOWED);
-      expect(response.headers.get('access-control-allow-methods')).to.equal('GET, HEAD, POST');
-      expect(response.headers.get('access-control-allow-headers')).to.equal('Authorization, Content-Type, Idempotency-Key, X-Request-Id');
+      expect(response.headers.get('access-control-allow-methods')).to.equal('GET, HEAD, POST, PATCH, DELETE');
+      expect(response.headers.get('access-control-allow-headers')).to.equal('Authorization, Content-Type, Idempotency-Key, If-Match, If-None-Match, X-Request-Id');
       expect(response.headers.get('access-control-max-age')).to.equal('7200');
       expect(response.headers.get('vary')).to.equal('Origin');
       expect(response.headers.get('x-request-id')).to.match(/^[0-9a-f-]{36}$/);
@@ -183,7 +183,7 @@ describe('CORS (CORS_ORIGINS)', () => {
     const answered = await preflight(open, '/v1/pets', OTHER);
     expect(answered.status).to.equal(204);
     expect(answered.headers.get('access-control-allow-origin')).to.equal('*');
-    expect(answered.headers.get('access-control-allow-headers')).to.equal('Authorization, Content-Type, Idempotency-Key, X-Request-Id');
+    expect(answered.headers.get('access-control-allow-headers')).to.equal('Authorization, Content-Type, Idempotency-Key, If-Match, If-None-Match, X-Request-Id');
     for (const origin of [OTHER, 'null', undefined]) {
       const response = await request(open, '/v1/pets', origin, 'roomy');
       expect(response.status).to.equal(200);

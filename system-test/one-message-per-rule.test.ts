@@ -1,4 +1,5 @@
-import { gzipSync } from 'node:zlib';
+import { randomBytes } from 'node:crypto';
+import { brotliCompressSync, deflateSync, gzipSync, zstdCompressSync } from 'node:zlib';
 import { Metadata, type ServiceError } from '@grpc/grpc-js';
 import { callMetadata, createPetServiceClient, fieldViolationsOf, IDEMPOTENCY_KEY_METADATA, type PromisePetServiceClient } from '@petstore/proto';
 import { expect } from 'chai';
@@ -80,14 +81,31 @@ describe('one message per rule, over HTTP and gRPC (issue 27)', () => {
     expect(await grpcCreate('n', metadata)).to.equal(`${IDEMPOTENCY_KEY_METADATA}: must be one value`);
   });
 
-  it('a body its Content-Encoding does not decode names the body', async () => {
-    for (const encoding of ['gzip', 'deflate', 'br']) {
-      expect(await http('{"name":"n","categoryId":1}', { 'content-encoding': encoding }), encoding).to.deep.equal({
-        status: 400,
-        message: 'body: does not decode as its Content-Encoding says',
-      });
+  const CODINGS = { gzip: gzipSync, deflate: deflateSync, br: brotliCompressSync, zstd: zstdCompressSync } as const;
+
+  it('a body its Content-Encoding does not decode names the body, for each coding served (zstd too: issue 45)', async () => {
+    for (const encoding of Object.keys(CODINGS)) {
+      for (const body of ['{"name":"n","categoryId":1}', randomBytes(64)]) {
+        expect(await http(body, { 'content-encoding': encoding }), encoding).to.deep.equal({
+          status: 400,
+          message: 'body: does not decode as its Content-Encoding says',
+        });
+      }
     }
-    expect((await http(gzipSync('{"name":"n","categoryId":1}'), { 'content-encoding': 'gzip' })).status).to.equal(201);
+  });
+
+  it('each coding served decodes, within the 64 KiB limit counted on the decoded bytes; any other coding is 415', async () => {
+    for (const [encoding, encode] of Object.entries(CODINGS)) {
+      expect((await http(encode('{"name":"n","categoryId":1}'), { 'content-encoding': encoding })).status, encoding).to.equal(201);
+      // 1 MiB of spaces around the object: a few hundred bytes on the wire.
+      const inflated = encode(`${' '.repeat(1 << 20)}{"name":"n","categoryId":1}`);
+      expect(inflated.length, encoding).to.be.below(64 * 1024);
+      expect(await http(inflated, { 'content-encoding': encoding }), encoding).to.deep.equal({ status: 413, message: 'body: larger than 64 KiB' });
+    }
+    expect(await http('{"name":"n","categoryId":1}', { 'content-encoding': 'compress' })).to.deep.equal({
+      status: 415,
+      message: 'body: unsupported Content-Encoding',
+    });
   });
 
   it('a repeated member name is refused as such, not as "not valid JSON"', async () => {

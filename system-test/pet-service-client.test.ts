@@ -29,7 +29,7 @@ import { type RawAnswer, startRawGrpcServer } from './support/raw-grpc-server';
 import { startTcpProxy } from '../proto/test/integration/transport/support/tcp-proxy';
 
 const LIST = { pageSize: 1, pageToken: '', status: 0 };
-const PET = { id: '1', name: 'Rex', categoryId: '1', status: 1 };
+const PET = { id: '1', name: 'Rex', categoryId: '1', status: 1, etag: '"0"' };
 
 /** The gRPC status a call failed with (fails the test if it succeeded). */
 async function failure(call: Promise<unknown>): Promise<Status> {

@@ -57,7 +57,7 @@ function describePetsApi(openStore: () => Promise<PetRepository>): void {
     await stack.close();
   });
 
-  async function call(method: 'get' | 'post', path: string, init: RequestInit = {}): Promise<Reply> {
+  async function call(method: 'get' | 'post' | 'patch' | 'delete', path: string, init: RequestInit = {}): Promise<Reply> {
     const response = await fetch(stack.baseUrl + path, { method: method.toUpperCase(), ...init });
     const text = await response.text();
     const template = /^\/v1\/pets\/[^/?]+/.test(path) ? '/pets/{petId}' : '/pets';
@@ -365,6 +365,141 @@ function describePetsApi(openStore: () => Promise<PetRepository>): void {
     });
   });
 
+  describe('PATCH and DELETE /v1/pets/{petId}, ETags', () => {
+    const MERGE_PATCH = { ...AUTH, 'content-type': 'application/merge-patch+json' };
+    const patch = (id: string, body: unknown, headers: Record<string, string> = {}) =>
+      call('patch', `/v1/pets/${id}`, { headers: { ...MERGE_PATCH, ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+    const remove = (id: string, headers: Record<string, string> = {}) => call('delete', `/v1/pets/${id}`, { headers: { ...AUTH, ...headers } });
+    const read = (id: string, headers: Record<string, string> = {}) => call('get', `/v1/pets/${id}`, { headers: { ...AUTH, ...headers } });
+    const created = async (status = 'available') => {
+      const reply = await create({ name: 'Rex', categoryId: 3, status });
+      expect(reply.status).to.equal(201);
+      return { id: String((reply.body as { id: number }).id), etag: reply.headers.get('etag')! };
+    };
+
+    it('gives every answer of one pet a strong ETag that changes with every change, and only then', async () => {
+      const pet = await created();
+      expect(pet.etag).to.equal('"0"');
+      expect((await read(pet.id)).headers.get('etag')).to.equal('"0"');
+      const renamed = await patch(pet.id, { name: 'Max' });
+      expect(renamed.status, renamed.text).to.equal(200);
+      expect(renamed.body).to.deep.equal({ id: Number(pet.id), name: 'Max', categoryId: 3, status: 'available' });
+      expect(renamed.headers.get('etag')).to.equal('"1"');
+      const same = await patch(pet.id, { name: 'Max', categoryId: 3 });
+      expect([same.status, same.headers.get('etag')]).to.deep.equal([200, '"1"']);
+      expect((await read(pet.id)).headers.get('etag')).to.equal('"1"');
+      const list = await call('get', '/v1/pets', { headers: AUTH });
+      expect(list.headers.get('etag')).to.equal(null);
+    });
+
+    it('moves a pet through the transition table, and refuses the rest with 409 invalid_transition naming both statuses', async () => {
+      const pet = await created();
+      for (const status of ['pending', 'available', 'sold']) {
+        const reply = await patch(pet.id, { status });
+        expect(reply.status, reply.text).to.equal(200);
+        expect(reply.body).to.include({ status });
+      }
+      for (const status of ['available', 'pending', 'sold']) {
+        const reply = await patch(pet.id, { status });
+        expectError(reply, 409, 'invalid_transition', 'status');
+        expect((reply.body as { message: string }).message).to.equal(`status: cannot change from sold to ${status}; sold is final`);
+      }
+      const pending = await created('pending');
+      expect((await patch(pending.id, { status: 'pending' })).body).to.deep.include({
+        message: 'status: cannot change from pending to pending; pending can change to available or sold',
+      });
+      // Not a transition, so not the status: a sold pet's name can still be corrected.
+      expect((await patch(pet.id, { name: 'Corrected' })).status).to.equal(200);
+    });
+
+    it('applies If-Match: 412 precondition_failed with the current ETag when it names another, * for any existing pet', async () => {
+      const pet = await created();
+      const stale = await patch(pet.id, { status: 'pending' }, { 'if-match': '"7", W/"0"' });
+      expectError(stale, 412, 'precondition_failed', 'If-Match');
+      expect(stale.headers.get('etag')).to.equal('"0"');
+      const reserved = await patch(pet.id, { status: 'pending' }, { 'if-match': '"9", "0"' });
+      expect([reserved.status, reserved.headers.get('etag')]).to.deep.equal([200, '"1"']);
+      expect((await patch(pet.id, { status: 'sold' }, { 'if-match': '"0"' })).status).to.equal(412);
+      expect((await patch(pet.id, { status: 'sold' }, { 'if-match': '*' })).status).to.equal(200);
+      expectError(await remove(pet.id, { 'if-match': '"1"' }), 412, 'precondition_failed');
+      expect((await remove(pet.id, { 'if-match': '"2"' })).status).to.equal(204);
+      // RFC 9110 section 13.2.1: without the condition this is 404, so the condition is not evaluated.
+      expectError(await patch(pet.id, { name: 'Max' }, { 'if-match': '*' }), 404, 'not_found');
+    });
+
+    it('answers 304 to If-None-Match with the current ETag on GET, 200 once the pet changed, and evaluates If-Match on GET', async () => {
+      const pet = await created();
+      const notModified = await fetch(`${stack.baseUrl}/v1/pets/${pet.id}`, { headers: { ...AUTH, 'if-none-match': 'W/"0"' } });
+      expect([notModified.status, notModified.headers.get('etag'), await notModified.text()]).to.deep.equal([304, '"0"', '']);
+      expect(notModified.headers.get('deprecation')).to.not.equal(null);
+      await patch(pet.id, { categoryId: 4 });
+      expect((await read(pet.id, { 'if-none-match': '"0"' })).status).to.equal(200);
+      expect((await read(pet.id, { 'if-match': '"0"' })).status).to.equal(412);
+      expectError(await read(pet.id, { 'if-none-match': 'unquoted' }), 400, 'invalid_request', 'If-None-Match');
+    });
+
+    it('deletes a pet: 204, then 404 on every route; PATCH and DELETE carry no deprecation', async () => {
+      const pet = await created();
+      const deleted = await remove(pet.id);
+      expect([deleted.status, deleted.text]).to.deep.equal([204, '']);
+      expect(deleted.headers.get('deprecation')).to.equal(null);
+      expect(deleted.headers.get('x-ratelimit-remaining')).to.not.equal(null);
+      expectError(await read(pet.id), 404, 'not_found');
+      expectError(await patch(pet.id, { name: 'Max' }), 404, 'not_found');
+      expectError(await remove(pet.id), 404, 'not_found');
+      const list = await call('get', '/v1/pets', { headers: AUTH });
+      expect(list.body).to.deep.equal([]);
+    });
+
+    it('refuses every invalid part of a patch at once, naming each, and changes nothing', async () => {
+      const pet = await created();
+      const all = await patch(pet.id, { id: 5, name: '', categoryId: 0, status: 'lost', color: 'red' }, { 'if-match': 'nope', 'idempotency-key': ' ' });
+      expectError(all, 400, 'invalid_request');
+      expect((all.body as { message: string }).message).to.equal(
+        'name: must be 1 to 100 characters; categoryId: must be a positive int64; status: must be one of available, pending, sold; ' +
+          'id: is read-only: the path names the pet; color: is not a known field; Idempotency-Key: must be 1 to 255 visible ASCII characters; ' +
+          'If-Match: must be * or a comma-separated list of quoted entity tags',
+      );
+      expectError(await patch(pet.id, {}), 400, 'invalid_request', 'body');
+      expect((await patch(pet.id, { name: null, status: null })).body).to.deep.include({
+        message: 'name: cannot be removed: a pet always has one; status: cannot be removed: a pet always has one',
+      });
+      expectError(await patch(pet.id, '[]'), 400, 'invalid_request', 'body');
+      expectError(await patch('05', { name: 'Max' }), 400, 'invalid_request', 'petId');
+      expectError(await patch(pet.id, { name: 'Max' }, { 'if-none-match': '*' }), 400, 'invalid_request', 'If-None-Match');
+      expectError(await remove(pet.id, { 'if-none-match': '*' }), 400, 'invalid_request', 'If-None-Match');
+      expect((await read(pet.id)).body).to.deep.equal({ id: Number(pet.id), name: 'Rex', categoryId: 3, status: 'available' });
+    });
+
+    it('takes application/merge-patch+json and application/json, and answers other types 415 with Accept-Patch', async () => {
+      const pet = await created();
+      expect((await patch(pet.id, { name: 'A' }, { 'content-type': 'application/json' })).status).to.equal(200);
+      expect((await patch(pet.id, { name: 'B' }, { 'content-type': 'application/merge-patch+json; charset=utf-8' })).status).to.equal(200);
+      const refused = await patch(pet.id, { name: 'C' }, { 'content-type': 'application/json-patch+json' });
+      expectError(refused, 415, 'unsupported_media_type', 'body');
+      expect(refused.headers.get('accept-patch')).to.equal('application/merge-patch+json, application/json');
+    });
+
+    it('answers a retried change with its first outcome (Idempotency-Key), scoped to the pet, and 409 conflict for another change', async () => {
+      const pet = await created();
+      const other = await created();
+      const key = { 'idempotency-key': 'sale-1' };
+      const first = await patch(pet.id, { status: 'sold' }, key);
+      expect([first.status, first.headers.get('idempotent-replayed')]).to.deep.equal([200, null]);
+      const retry = await patch(pet.id, { status: 'sold' }, key);
+      expect([retry.status, retry.headers.get('idempotent-replayed'), retry.headers.get('etag'), retry.text]).to.deep.equal([
+        200,
+        'true',
+        first.headers.get('etag'),
+        first.text,
+      ]);
+      expectError(await patch(pet.id, { status: 'pending' }, key), 409, 'conflict', 'Idempotency-Key');
+      const elsewhere = await patch(other.id, { status: 'sold' }, key);
+      expect([elsewhere.status, elsewhere.headers.get('idempotent-replayed')]).to.deep.equal([200, null]);
+      expectError(await patch(pet.id, { status: 'sold' }), 409, 'invalid_transition');
+    });
+  });
+
   describe('routing', () => {
     async function raw(method: string, path: string): Promise<{ status: number; headers: Headers; body: unknown }> {
       const response = await fetchWithinContract(stack.baseUrl + path, { method, headers: AUTH });
@@ -376,8 +511,8 @@ function describePetsApi(openStore: () => Promise<PetRepository>): void {
       for (const [method, path, allow] of [
         ['DELETE', '/v1/pets', 'GET, HEAD, POST'],
         ['PUT', '/v1/pets', 'GET, HEAD, POST'],
-        ['POST', '/v1/pets/1', 'GET, HEAD'],
-        ['DELETE', '/v1/pets/1', 'GET, HEAD'],
+        ['POST', '/v1/pets/1', 'GET, HEAD, PATCH, DELETE'],
+        ['PUT', '/v1/pets/1', 'GET, HEAD, PATCH, DELETE'],
       ] as const) {
         const reply = await raw(method, path);
         expect(reply.status).to.equal(405);

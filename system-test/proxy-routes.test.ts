@@ -179,7 +179,7 @@ describe('routes proxied to HTTP upstreams', function () {
   });
 
   it('closes the client connection after a proxied response while draining, whatever the upstream says', async () => {
-    const draining = await start({ draining: () => true });
+    const draining = await start({ draining: true });
     upstream.handle((_request, response) => {
       response.setHeader('connection', 'keep-alive');
       response.end('ok');

@@ -99,7 +99,7 @@ describe('resilience', function () {
   });
 
   it('retries reads on UNAVAILABLE, but never a create', async () => {
-    const pet = { id: '1', name: 'Rex', categoryId: '1', status: PetStatus.PET_STATUS_AVAILABLE };
+    const pet = { id: '1', name: 'Rex', categoryId: '1', status: PetStatus.PET_STATUS_AVAILABLE, etag: '"0"' };
     const scripted = await startScriptedPetService({
       listPets: (attempt) => (attempt === 1 ? { fail: Status.UNAVAILABLE } : EMPTY_PAGE),
       getPet: (attempt) => (attempt === 1 ? { fail: Status.UNAVAILABLE } : { pet }),

@@ -130,8 +130,18 @@ async function startCluster(redisUrl: string, keysFile: string, shutdownDelayMs:
       API_KEYS_FILE: keysFile,
       PET_SERVICE_ADDR: `ipv4:${petPorts.map(({ port }) => `127.0.0.1:${port}`).join(',')}`,
     });
-  const pets = await Promise.all([0, 1].map(startPet));
-  const gateways = await Promise.all([0, 1].map(startGateway));
+  // Whatever started is stopped if the rest does not: a failed `before` leaves no process running.
+  const started: ServiceProcess[] = [];
+  const startBoth = async (start: (index: number) => Promise<ServiceProcess>): Promise<ServiceProcess[]> => {
+    const starts = await Promise.allSettled([0, 1].map(start));
+    started.push(...starts.flatMap((each) => (each.status === 'fulfilled' ? [each.value] : [])));
+    const failed = starts.find((each) => each.status === 'rejected');
+    if (failed === undefined) return started.slice(-2);
+    await Promise.all(started.map((service) => service.stop('SIGKILL')));
+    throw failed.reason;
+  };
+  const pets = await startBoth(startPet);
+  const gateways = await startBoth(startGateway);
 
   // The Service's endpoints: a gateway joins on a 200 from /readyz and leaves on any other answer.
   const endpoints = pollEndpoints(() => gatewayPorts.map(({ adminPort }) => adminPort), {
@@ -139,7 +149,13 @@ async function startCluster(redisUrl: string, keysFile: string, shutdownDelayMs:
     failureThreshold: READINESS_FAILURE_THRESHOLD,
     timeoutMs: READINESS_TIMEOUT_MS,
   });
-  await Promise.all([0, 1].map((index) => endpoints.becameReady(index)));
+  try {
+    await Promise.all([0, 1].map((index) => endpoints.becameReady(index)));
+  } catch (error) {
+    await endpoints.stop();
+    await Promise.all(started.map((service) => service.stop('SIGKILL')));
+    throw error;
+  }
 
   const served = (pet: ServiceProcess, gateway: number) => (line: Record<string, unknown>) =>
     line.msg === 'grpc call' && String(line.requestId).startsWith(`g${gateway}-`);

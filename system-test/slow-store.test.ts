@@ -13,6 +13,8 @@ const WRITERS = 20;
 const READERS = 5;
 const LOAD_MS = 20_000;
 const KEY = 'slow-store-secret';
+/** The gateway's body for a call the pet service refused over capacity (RESOURCE_EXHAUSTED). */
+const OVER_CAPACITY = '{"code":"service_unavailable","message":"pet service is over capacity; retry later","status":503}';
 
 interface Stack {
   readonly petService: ServiceProcess;
@@ -60,8 +62,14 @@ interface Tally {
  * Issue 13, point 4: on FerretDB, concurrent creates outran the store and the store then failed
  * reads too. Here writers outnumber what FerretDB absorbs for 20 s, with readers alongside,
  * through a gateway and a pet service started as in production (defaults but for the write bounds
- * FerretDB's SQLite handler needs, see docs/mongodb.md). Writers honour `Retry-After`, as clients
+ * FerretDB's SQLite handler needs, see docs/mongodb.md). Clients honour `Retry-After`, as they
  * must; the writes past the bound are shed with 503.
+ *
+ * What is promised of reads (issue 45): the write flood never fails one. A read is served, or, when
+ * the read bound is full, shed at once as over capacity (503 and `Retry-After`), never failed by
+ * the store (a store timeout, a 504, any other error). Whether the bound is full depends on the
+ * store's time per read, which a busy host lengthens: on a quiet machine no read is shed; beside a
+ * Go build some are (docs/testing.md#a-slow-store-on-a-busy-host), and shedding stays the exception.
  */
 describe('a slow store under write overload (real FerretDB, gateway and pet service processes)', function () {
   this.timeout(90_000);
@@ -72,7 +80,7 @@ describe('a slow store under write overload (real FerretDB, gateway and pet serv
     async (server) => server.freshDatabase(),
   );
 
-  it('never fails a read because writes are slow, and answers every write 201 or 503 with Retry-After', async () => {
+  it('never fails a read because writes are slow (served, or shed at once over capacity), and answers every write 201 or 503 with Retry-After', async () => {
     const base = `http://127.0.0.1:${stack().gateway.port}/v1/pets`;
     const headers = { authorization: `Bearer ${KEY}` };
     const reads: Tally = { requests: 0, ok: 0, shed: 0, failures: [] };
@@ -101,16 +109,31 @@ describe('a slow store under write overload (real FerretDB, gateway and pet serv
         reads.requests += 1;
         const response = await fetch(`${base}?limit=20`, { headers });
         const body = await response.text();
+        const retryAfter = Number(response.headers.get('retry-after'));
         if (response.status === 200) reads.ok += 1;
-        else reads.failures.push(`GET ${response.status} ${body}`);
+        else if (response.status === 503 && body === OVER_CAPACITY && Number.isInteger(retryAfter) && retryAfter >= 1) {
+          reads.shed += 1;
+          shedAt.push(Date.now() - started);
+          await new Promise((resolve) => setTimeout(resolve, retryAfter * 1000));
+        } else reads.failures.push(`GET ${response.status} retry-after=${response.headers.get('retry-after')} ${body}`);
       }
     };
-    // The autoscaling signal (docs/deploy.md): the creates' queue, as the pet service's /metrics shows it.
+    // The autoscaling signal (docs/deploy.md): the creates' queue, as the pet service's /metrics
+    // shows it; and the read bound's state, printed if a read fails.
     const queued: number[] = [];
+    const timeline: string[] = [];
+    const shedAt: number[] = [];
+    const started = Date.now();
+    const gauge = (text: string, name: string): string => new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? '?';
     const scraper = async (): Promise<void> => {
       while (Date.now() < end) {
         const text = await (await fetch(`http://127.0.0.1:${stack().petService.adminPort}/metrics`)).text();
         queued.push(Number(/^pet_store_writes_queued (\d+)$/m.exec(text)?.[1]));
+        const lists = (outcome: string, what: string) => gauge(text, `pet_store_operation_seconds_${what}\\{operation="list",outcome="${outcome}"\\}`);
+        timeline.push(
+          `${Date.now() - started} ms: reads limit ${gauge(text, 'pet_store_reads_limit')} running ${gauge(text, 'pet_store_reads_running')} queued ${gauge(text, 'pet_store_reads_queued')}; ` +
+            `writes queued ${gauge(text, 'pet_store_writes_queued')}; lists ${lists('ok', 'count')} in ${lists('ok', 'sum')} s`,
+        );
       }
     };
     await Promise.all([...Array.from({ length: WRITERS }, (_, index) => writer(index)), ...Array.from({ length: READERS }, reader), scraper()]);
@@ -120,7 +143,14 @@ describe('a slow store under write overload (real FerretDB, gateway and pet serv
     console.log(line('writes', writes, 201));
     console.log(line('reads', reads, 200));
     const distinct = (failures: string[]) => [...new Set(failures)].slice(0, 5);
+    if (reads.failures.length > 0 || reads.shed > 0) {
+      // What the pet service saw: its read bound over time, and its lines for the reads not served.
+      console.log(`      reads shed at ${shedAt.join(', ')} ms; the read bound, scrape by scrape:\n        ${timeline.join('\n        ')}`);
+      const refused = stack().petService.logs.filter((line) => line.method === 'ListPets' && line.code !== 'OK');
+      console.log(`      the pet service's ListPets lines not OK:\n        ${refused.map((line) => JSON.stringify(line)).join('\n        ')}`);
+    }
     expect(distinct(reads.failures), 'failed reads').to.deep.equal([]);
+    expect(reads.shed, 'reads shed, against reads served').to.be.below(reads.ok);
     expect(distinct(writes.failures), 'failed writes').to.deep.equal([]);
     // The load must have overrun the bound (some 503s) and still let writes through.
     expect(writes.shed, 'writes shed with 503').to.be.above(0);

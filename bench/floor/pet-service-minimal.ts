@@ -12,6 +12,7 @@ const PETS: Pet[] = Array.from({ length: 20 }, (_, index) => ({
   name: `pet-${index}`,
   categoryId: String(1 + (index % 50)),
   status: 1 + (index % 3),
+  etag: '',
 }));
 const PAGE: ListPetsResponse = { pets: PETS, nextPageToken: 'djEuYWxsLjIwbegCS9DMlKE6IBXK' };
 
@@ -20,6 +21,8 @@ const handlers: PetServiceServer = {
   listPets: (_call, callback) => callback(null, PAGE),
   createPet: (_call, callback) => callback(null, { pet: PETS[0] }),
   getPet: (_call, callback) => callback({ code: Status.UNIMPLEMENTED, details: 'not in the floor' }),
+  updatePet: (_call, callback) => callback({ code: Status.UNIMPLEMENTED, details: 'not in the floor' }),
+  deletePet: (_call, callback) => callback({ code: Status.UNIMPLEMENTED, details: 'not in the floor' }),
 };
 server.addService(PetServiceService, handlers);
 server.bindAsync(`127.0.0.1:${process.env.PET_SERVICE_PORT ?? '0'}`, ServerCredentials.createInsecure(), (error, port) => {

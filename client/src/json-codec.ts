@@ -1,5 +1,5 @@
 import { isLosslessNumber, LosslessNumber, parse, stringify } from 'lossless-json';
-import type { Int64Mode, NewPet, Pet } from './types';
+import type { Int64Mode, NewPet, Pet, PetChange } from './types';
 
 /** The gateway's Error body, as far as the client relies on it. */
 export interface ErrorBody {
@@ -22,8 +22,9 @@ export function parseLosslessly(text: string): unknown {
 }
 
 /** A JSON body for a create; a bigint or a decimal string `categoryId` is written as a number literal, digit for digit. */
-export function encodeNewPet(pet: NewPet): string {
+export function encodeNewPet(pet: NewPet | PetChange): string {
   const { categoryId } = pet;
+  if (categoryId === undefined) return stringify(pet)!;
   let literal: bigint | LosslessNumber | number;
   if (typeof categoryId === 'number') {
     if (Number.isInteger(categoryId) && !Number.isSafeInteger(categoryId)) {

@@ -4,7 +4,7 @@ import { PetstoreError } from './petstore-error';
 import { RateLimitGate, type RateLimitSnapshot } from './rate-limit-gate';
 import { DEFAULT_RETRY_OPTIONS, parseRetryAfterMs, retryDelayMs, type RetryOptions } from './retry-policy';
 import { realSleep, type Sleep } from './sleep';
-import type { Int64Mode, ListPetsQuery, NewPet, Pet } from './types';
+import type { Int64, Int64Mode, ListPetsQuery, NewPet, Pet, PetChange, TaggedPet } from './types';
 
 export interface PetstoreClientOptions<Mode extends Int64Mode> {
   /** Where the gateway is, e.g. `https://pets.example.com`; the client adds `/v1/...`. */
@@ -42,21 +42,52 @@ export interface CreatePetOptions extends CallOptions {
   readonly idempotencyKey?: string;
 }
 
+export interface UpdatePetOptions extends CallOptions {
+  /**
+   * The pet's entity tag as you last saw it (`TaggedPet.etag`): the change applies only if the pet
+   * is still that version, else the call fails with `precondition_failed` and the current tag in
+   * `currentEtag`. Without it the change applies to the pet as it is (last write wins).
+   */
+  readonly ifMatch?: string;
+  /** Default a fresh UUID per call, the same on its retries, so a retry never changes twice. */
+  readonly idempotencyKey?: string;
+}
+
+export interface DeletePetOptions extends CallOptions {
+  /** As {@link UpdatePetOptions.ifMatch}: delete only the version of the pet you saw. */
+  readonly ifMatch?: string;
+}
+
 export interface PetstoreClient<Mode extends Int64Mode> {
   /** Every pet matching `query`, page after page, following `Link: rel="next"` (limit and filter kept). */
   listPets(query?: ListPetsQuery, options?: CallOptions): AsyncIterableIterator<Pet<Mode>>;
   /** Creates a pet; safe to retry (it is, by the client, on a lost answer). */
   createPet(pet: NewPet, options?: CreatePetOptions): Promise<Pet<Mode>>;
+  /**
+   * Changes the fields of `change` (PATCH, a JSON Merge Patch) and answers the pet with its new
+   * entity tag; safe to retry (it is, by the client, with its idempotency key). Fails with a
+   * {@link PetstoreError} whose `code` says why: `not_found`, `invalid_transition` (a change of
+   * status the table refuses), `precondition_failed` (`ifMatch` is stale; `currentEtag`),
+   * `conflict` (the idempotency key was used for another change), `invalid_request`.
+   */
+  updatePet(id: Int64<Mode> | bigint | string, change: PetChange, options?: UpdatePetOptions): Promise<TaggedPet<Mode>>;
+  /**
+   * Deletes the pet (DELETE). Fails with `not_found` or `precondition_failed` (`ifMatch` is stale;
+   * `currentEtag`). A retry after a lost answer that finds the pet gone counts as the delete.
+   */
+  deletePet(id: Int64<Mode> | bigint | string, options?: DeletePetOptions): Promise<void>;
   /** The `X-RateLimit-*` fields of the last response that carried them. */
   readonly rateLimit: RateLimitSnapshot | undefined;
 }
 
 interface Attempt {
-  readonly method: 'GET' | 'POST';
+  readonly method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   readonly url: URL;
   readonly requestId: string;
   readonly headers: Record<string, string>;
   readonly body?: string;
+  /** A DELETE: a 404 to a retry after an attempt whose answer never came means that attempt deleted it. */
+  readonly goneAfterLostAnswerIsDone?: boolean;
 }
 
 /** Statuses worth another try: the gateway or what is behind it failed, not the request. */
@@ -64,8 +95,9 @@ const RETRIED_STATUSES: ReadonlySet<number> = new Set([502, 503, 504]);
 
 /**
  * A client for the gateway's `/v1` API, for Node 20+ and browsers (global `fetch`, no Node
- * modules). Every operation of the API is idempotent as the client sends it (reads, and creates
- * with an `Idempotency-Key`), so it retries them all: on a 429 `rate_limited` after `Retry-After`
+ * modules). Every operation of the API is idempotent as the client sends it (reads, creates and
+ * changes with an `Idempotency-Key`, deletes whose retry reads a 404 after a lost answer as done),
+ * so it retries them all: on a 429 `rate_limited` after `Retry-After`
  * plus jittered backoff, on a 502/503/504 or a lost connection after jittered backoff (and after
  * `Retry-After` first when the answer has one: a 503 for a request the service shed), within
  * `retry.budgetMs`. A 429 `api_key_banned` is never retried.
@@ -89,6 +121,7 @@ export function createPetstoreClient<Mode extends Int64Mode = 'bigint'>(options:
     const signal = callOptions.signal === undefined ? timeout : AbortSignal.any([callOptions.signal, timeout]);
     // A wait that would end past the budget or the timeout is not started: the call fails at once.
     const giveUpAt = now() + Math.min(retry.budgetMs, timeoutMs);
+    let answerLost = false;
     for (let retries = 0; ; retries += 1) {
       const ticket = await gate.acquire(signal);
       let response: Response | undefined;
@@ -98,6 +131,7 @@ export function createPetstoreClient<Mode extends Int64Mode = 'bigint'>(options:
         const text = await response.text();
         const body = text === '' ? undefined : parseOrUndefined(text);
         if (response.ok) return { response, body };
+        if (response.status === 404 && answerLost && attempt.goneAfterLostAnswerIsDone === true) return { response, body };
         failure = errorFrom(response, body, attempt.requestId);
       } catch (error) {
         if (signal.aborted) throw signal.reason;
@@ -112,6 +146,8 @@ export function createPetstoreClient<Mode extends Int64Mode = 'bigint'>(options:
         gate.release(ticket, response?.headers);
       }
       if (failure.code !== 'rate_limited' && failure.code !== 'network_error' && !RETRIED_STATUSES.has(failure.status)) throw failure;
+      // No answer, or the gateway's 502/504: the request may have been carried out.
+      if (failure.code === 'network_error' || failure.status === 502 || failure.status === 504) answerLost = true;
       // `Retry-After` is a floor: when a 429's window opens, or how long a 503 for a request the
       // service shed asks for. Only a 429 holds back the client's other calls (bans count 429s).
       const floorMs = failure.retryAfterMs ?? 0;
@@ -136,7 +172,8 @@ export function createPetstoreClient<Mode extends Int64Mode = 'bigint'>(options:
       const end = reset !== null && /^\d+$/.test(reset) ? Number(reset) * 1000 : fallback;
       bannedUntil = end === undefined ? undefined : new Date(end);
     }
-    return new PetstoreError({ ...fields, code: error.code as PetstoreError['code'], message: error.message, bannedUntil });
+    const currentEtag = error.code === 'precondition_failed' ? (response.headers.get('etag') ?? undefined) : undefined;
+    return new PetstoreError({ ...fields, code: error.code as PetstoreError['code'], message: error.message, bannedUntil, currentEtag });
   }
 
   function headersFor(requestId: string): Record<string, string> {
@@ -192,14 +229,47 @@ export function createPetstoreClient<Mode extends Int64Mode = 'bigint'>(options:
     return created;
   }
 
+  function petUrl(id: bigint | string): URL {
+    const text = String(id);
+    if (!INT64_TEXT.test(text)) throw new RangeError(`id "${text}" is not a positive integer in plain decimal`);
+    return new URL(text, `${petsUrl.href}/`);
+  }
+
+  async function updatePet(id: bigint | string, change: PetChange, callOptions: UpdatePetOptions = {}): Promise<TaggedPet<Mode>> {
+    const requestId = callOptions.requestId ?? globalThis.crypto.randomUUID();
+    const headers: Record<string, string> = {
+      ...headersFor(requestId),
+      'Content-Type': 'application/merge-patch+json',
+      'Idempotency-Key': callOptions.idempotencyKey ?? globalThis.crypto.randomUUID(),
+    };
+    if (callOptions.ifMatch !== undefined) headers['If-Match'] = callOptions.ifMatch;
+    const url = petUrl(id);
+    const { response, body } = await call({ method: 'PATCH', url, requestId, headers, body: encodeNewPet(change) }, callOptions);
+    const pet = decodePet(body, mode);
+    const etag = response.headers.get('etag');
+    if (pet === undefined || etag === null) throw unexpected('the changed pet is not a Pet with an ETag', response, requestId);
+    return { pet, etag };
+  }
+
+  async function deletePet(id: bigint | string, callOptions: DeletePetOptions = {}): Promise<void> {
+    const requestId = callOptions.requestId ?? globalThis.crypto.randomUUID();
+    const headers = headersFor(requestId);
+    if (callOptions.ifMatch !== undefined) headers['If-Match'] = callOptions.ifMatch;
+    await call({ method: 'DELETE', url: petUrl(id), requestId, headers, goneAfterLostAnswerIsDone: true }, callOptions);
+  }
+
   return {
     listPets,
     createPet,
+    updatePet,
+    deletePet,
     get rateLimit() {
       return gate.snapshot;
     },
   };
 }
+
+const INT64_TEXT = /^[1-9][0-9]{0,18}$/;
 
 function parseOrUndefined(text: string): unknown {
   try {

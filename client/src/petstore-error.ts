@@ -10,6 +10,8 @@ export interface PetstoreErrorFields {
   readonly retryAfterMs?: number;
   /** For `api_key_banned`: when the ban ends (from `X-RateLimit-Reset`, else `Retry-After`). */
   readonly bannedUntil?: Date;
+  /** For `precondition_failed`: the pet's current entity tag (the 412's `ETag`). */
+  readonly currentEtag?: string;
   readonly cause?: unknown;
 }
 
@@ -26,6 +28,11 @@ export class PetstoreError extends Error {
   readonly requestId: string | undefined;
   readonly retryAfterMs: number | undefined;
   readonly bannedUntil: Date | undefined;
+  /**
+   * For `precondition_failed` (412, `ifMatch` named an older version of the pet): its current
+   * entity tag, to read it again or to decide that the change no longer applies.
+   */
+  readonly currentEtag: string | undefined;
 
   constructor(fields: PetstoreErrorFields) {
     super(fields.message, fields.cause === undefined ? undefined : { cause: fields.cause });
@@ -34,5 +41,6 @@ export class PetstoreError extends Error {
     this.requestId = fields.requestId;
     this.retryAfterMs = fields.retryAfterMs;
     this.bannedUntil = fields.bannedUntil;
+    this.currentEtag = fields.currentEtag;
   }
 }

@@ -24,6 +24,20 @@ export type NewPet = Omit<Schemas['NewPet'], 'categoryId' | 'status'> & {
   status?: PetStatus;
 };
 
+/**
+ * The fields of a pet to change (a JSON Merge Patch): those given change, the others keep their
+ * values. `categoryId` as in {@link NewPet}; at least one field.
+ */
+export type PetChange = Partial<Omit<Schemas['PetPatch'], 'categoryId'>> & {
+  categoryId?: bigint | string | number;
+};
+
+/** A pet and its entity tag (`ETag`, quotes included), which `ifMatch` takes back. */
+export interface TaggedPet<Mode extends Int64Mode = 'bigint'> {
+  readonly pet: Pet<Mode>;
+  readonly etag: string;
+}
+
 /** What `listPets` filters and pages by; the cursor is the client's business (it follows `Link`). */
 export type ListPetsQuery = Omit<NonNullable<operations['listPets']['parameters']['query']>, 'cursor'>;
 

@@ -60,6 +60,33 @@ describe('deploy/e2e: the HTTP contract through the gateway Service', function (
         expect(pages).to.equal(3);
       });
 
+      it('creates a pet, reserves it and sells it with If-Match, refuses a second sale and a stale ETag, and deletes it (issue 47)', async () => {
+        const patch = { ...bearer('contract'), 'Content-Type': 'application/merge-patch+json' };
+        const created = await fetchWithinContract(`${url}/v1/pets`, { method: 'POST', headers: json, body: '{"name":"Sold","categoryId":5}' });
+        expect(created.status).to.equal(201);
+        const location = created.headers.get('location')!;
+        const reserved = await fetchWithinContract(`${url}${location}`, {
+          method: 'PATCH',
+          headers: { ...patch, 'If-Match': created.headers.get('etag')! },
+          body: '{"status":"pending"}',
+        });
+        expect(reserved.status, await reserved.clone().text()).to.equal(200);
+        const sold = await fetchWithinContract(`${url}${location}`, {
+          method: 'PATCH',
+          headers: { ...patch, 'If-Match': reserved.headers.get('etag')! },
+          body: '{"status":"sold"}',
+        });
+        expect(sold.status).to.equal(200);
+        expect(JSON.parse(await sold.text())).to.include({ name: 'Sold', status: 'sold' });
+        const again = await fetchWithinContract(`${url}${location}`, { method: 'PATCH', headers: patch, body: '{"status":"sold"}' });
+        expect([again.status, JSON.parse(await again.text()).code]).to.deep.equal([409, 'invalid_transition']);
+        const stale = await fetchWithinContract(`${url}${location}`, { method: 'DELETE', headers: { ...bearer('contract'), 'If-Match': reserved.headers.get('etag')! } });
+        expect([stale.status, stale.headers.get('etag')]).to.deep.equal([412, sold.headers.get('etag')]);
+        const deleted = await fetchWithinContract(`${url}${location}`, { method: 'DELETE', headers: { ...bearer('contract'), 'If-Match': sold.headers.get('etag')! } });
+        expect(deleted.status).to.equal(204);
+        expect((await fetchWithinContract(`${url}${location}`, { headers: bearer('contract') })).status).to.equal(404);
+      });
+
       it('answers an idempotent retry with the first result', async () => {
         const headers = { ...json, 'Idempotency-Key': `e2e-${name}-${Date.now()}` };
         const body = '{"name":"Once","categoryId":3}';

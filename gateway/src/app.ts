@@ -32,8 +32,6 @@ export interface AppOptions {
   /** Told of every error that became a 500; default: logged at error level. */
   readonly onInternalError?: InternalErrorListener;
   readonly metrics?: GatewayMetrics;
-  /** True once shutdown has begun: responses then ask clients to reconnect elsewhere. */
-  readonly draining?: () => boolean;
   /** Default: in-memory counters on {@link AppOptions.now}. */
   readonly limiter?: RateLimiter;
   readonly rateLimits?: RateLimitSettings;
@@ -59,7 +57,7 @@ export function createApp(options: AppOptions): RequestListener {
   const tracer = options.tracer ?? NON_RECORDING_TRACER;
   const openApiJson = stringify(openApiDocumentFor(routes))!;
   // A preflight allows every method the gateway serves on some path: the pets API's and the routes'.
-  const cors = createCorsPolicy(options.corsOrigins ?? [], [...new Set(['GET', 'HEAD', 'POST', ...routes.flatMap((route) => route.methods)])]);
+  const cors = createCorsPolicy(options.corsOrigins ?? [], [...new Set(['GET', 'HEAD', 'POST', 'PATCH', 'DELETE', ...routes.flatMap((route) => route.methods)])]);
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -92,7 +90,6 @@ export function createApp(options: AppOptions): RequestListener {
     logger,
     metrics: options.metrics,
     tracer,
-    draining: options.draining ?? (() => false),
     cors,
   });
 }

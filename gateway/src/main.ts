@@ -152,7 +152,6 @@ async function serve({ config, apiKeys: initialKeys, routes }: Settings, logger:
     apiKeys,
     logger,
     metrics,
-    draining: () => draining,
     limiter: countKeyDecisions(limiter, metrics, config.metricsKeyIds),
     rateLimits: {
       unauthenticatedPerMinute: config.unauthenticatedPerMinute,
@@ -190,7 +189,10 @@ async function serve({ config, apiKeys: initialKeys, routes }: Settings, logger:
     logger,
     delayMs: config.shutdownDelayMs,
     timeoutMs: config.shutdownTimeoutMs,
-    begin: () => (draining = true),
+    begin: () => {
+      draining = true;
+      publicServer.drain();
+    },
     drain: async () => {
       await closeGracefully(publicServer.server);
       apiKeys.close();

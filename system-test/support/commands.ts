@@ -15,6 +15,8 @@ export const DEMO_KEY = 'demo-free-key-0000';
 export interface Started {
   readonly child: ChildProcess;
   readonly lines: string[];
+  /** Every line so far, each after the milliseconds since the command was started. */
+  transcript(): string;
   /**
    * Resolves with the exit code and signal once the process has exited and its output has all been
    * read: `exit` can come before the last lines are, which a test reading `lines` then misses on a
@@ -31,20 +33,25 @@ export interface Started {
  */
 export function run(command: string, args: readonly string[], env: NodeJS.ProcessEnv, { detached = false } = {}): Started {
   const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached });
+  const startedAt = Date.now();
   const lines: string[] = [];
+  const timed: string[] = [`+0 ms $ ${command} ${args.join(' ')}`];
+  child.on('exit', (code, signal) => timed.push(`+${Date.now() - startedAt} ms exited ${signal ?? code}`));
   const waiters: Array<{ text: string; resolve: () => void }> = [];
   for (const stream of [child.stdout!, child.stderr!]) {
     createInterface({ input: stream }).on('line', (line) => {
       lines.push(line);
+      timed.push(`+${Date.now() - startedAt} ms ${line}`);
       for (const waiter of waiters.filter(({ text }) => line.includes(text))) {
         waiters.splice(waiters.indexOf(waiter), 1);
         waiter.resolve();
       }
     });
   }
-  return {
+  const started: Started = {
     child,
     lines,
+    transcript: () => timed.join('\n'),
     closed: once(child, 'close') as Promise<[number | null, NodeJS.Signals | null]>,
     waitForLine: (text) =>
       lines.some((line) => line.includes(text))
@@ -54,6 +61,25 @@ export function run(command: string, args: readonly string[], env: NodeJS.Proces
             child.once('exit', () => reject(new Error(`exited before printing "${text}":\n${lines.join('\n')}`)));
           }),
   };
+  runsOfThisTest.push(started);
+  return started;
+}
+
+const runsOfThisTest: Started[] = [];
+
+/**
+ * For the enclosing suite: after a test that failed, prints what every command it ran printed, each
+ * line with its time, so that a failure on a machine nobody can log into (a timeout says only that
+ * something waited) shows how far each command got.
+ */
+export function printCommandsOfFailedTests(): void {
+  beforeEach(() => {
+    runsOfThisTest.length = 0;
+  });
+  afterEach(function () {
+    if (this.currentTest?.state !== 'failed') return;
+    for (const run of runsOfThisTest) console.log(`      ${run.transcript().split('\n').join('\n      ')}`);
+  });
 }
 
 /**
@@ -67,14 +93,17 @@ export async function holdHttpRequest(port: number): Promise<{ finish(): Promise
   let received = '';
   socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
   socket.on('error', () => undefined);
+  // From now on: a gateway that closed the connection before `finish` (issue 45: it reset one whose
+  // request it had not read yet) must not leave `finish` waiting for an event already past.
+  const ended = Promise.race([once(socket, 'end'), once(socket, 'close')]);
   socket.write(
     `POST /v1/pets HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${DEMO_KEY}\r\nContent-Type: application/json\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 10)}`,
   );
   return {
     async finish() {
-      socket.write(body.slice(10));
-      await Promise.race([once(socket, 'end'), once(socket, 'close')]);
+      if (!socket.destroyed) socket.write(body.slice(10));
+      await ended;
       return received.split('\r\n\r\n')[0]!;
     },
   };

@@ -78,6 +78,8 @@ export async function startService(name: string, env: NodeJS.ProcessEnv = {}, ru
     env: { ...process.env, PORT: '0', PET_SERVICE_PORT: '0', ADMIN_PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  running.set(child, name);
+  child.once('exit', () => running.delete(child));
   const lines: string[] = [];
   const logs: LogLine[] = [];
   const waiters = new Set<{ matches: (line: LogLine) => boolean; resolve: (line: LogLine) => void }>();
@@ -148,6 +150,21 @@ export async function startService(name: string, env: NodeJS.ProcessEnv = {}, ru
     waitForLog,
     stop: (signal) => stopChild(child, signal),
   };
+}
+
+/** Every process {@link startService} started that has not exited yet, with its name. */
+const running = new Map<ChildProcess, string>();
+
+/**
+ * Kills (SIGKILL) every process {@link startService} started that is still running, and resolves
+ * with their names and PIDs: none, when every suite stopped what it started. The test run's last
+ * hook (`root-hooks.ts`) calls it, so that a suite that failed before it could stop its processes
+ * fails the run instead of keeping mocha waiting on them.
+ */
+export async function killLeftoverServices(): Promise<string[]> {
+  const left = [...running].map(([child, name]) => ({ child, label: `${name} (pid ${child.pid})` }));
+  await Promise.all(left.map(({ child }) => stopChild(child, 'SIGKILL')));
+  return left.map(({ label }) => label);
 }
 
 /** Sends `signal` (default SIGTERM) and resolves with the exit code once the child has exited. */

@@ -38,7 +38,8 @@ export interface TestStackOptions {
   /** Prefixes the gateway proxies to HTTP upstreams; default none. */
   readonly routes?: readonly ProxyRoute[];
   readonly trustProxy?: TrustProxy;
-  readonly draining?: () => boolean;
+  /** The gateway drains from the start: every response closes its connection. */
+  readonly draining?: boolean;
   /** CORS_ORIGINS; default none. */
   readonly corsOrigins?: CorsOrigins;
 }
@@ -74,10 +75,10 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     metrics: options.metrics,
     routes: options.routes,
     trustProxy: options.trustProxy,
-    draining: options.draining,
     corsOrigins: options.corsOrigins,
   });
-  const { server, port } = await listen(app, '127.0.0.1', 0);
+  const { server, port, drain } = await listen(app, '127.0.0.1', 0);
+  if (options.draining === true) drain();
   return {
     baseUrl: `http://127.0.0.1:${port}`,
     petService,

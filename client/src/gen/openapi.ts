@@ -35,15 +35,23 @@ export interface paths {
         /**
          * Fetch one pet.
          * @deprecated
-         * @description Deprecated; removed at Thu, 05 Dec 2030 00:00:00 GMT. Use listPets with a status filter.
+         * @description Deprecated; removed at Thu, 05 Dec 2030 00:00:00 GMT. Use listPets with a status filter. Only GET (and HEAD) on this path is deprecated: PATCH and DELETE are not. Until the sunset it is also where a pet's `ETag` is read, for a conditional change; `If-None-Match` answers 304 while the pet is unchanged.
          */
         get: operations["getPet"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete a pet.
+         * @description Answers 204; from then on the pet is 404 on every route, and a second DELETE is 404 too. With `If-Match` only the pet you read is deleted (412 otherwise). Not deprecated.
+         */
+        delete: operations["deletePet"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change a pet: rename it, recategorise it, reserve, release or sell it.
+         * @description A JSON Merge Patch (RFC 7396) of `name`, `categoryId` and `status`: the fields sent change, the others keep their values; answers 200 with the pet and its new `ETag`. A change of `status` must be one the transition table allows: available to pending, pending to available, pending or available to sold; sold is final, and naming the current status is no transition (409 `invalid_transition`). A patch that changes nothing answers 200 with the pet and its ETag unchanged. With `If-Match` the change applies only to the pet you read (412 otherwise). With an `Idempotency-Key`, a retry answers the first change again. Not deprecated.
+         */
+        patch: operations["updatePet"];
         trace?: never;
     };
 }
@@ -51,7 +59,7 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
-         * @description Availability of a pet.
+         * @description Availability of a pet. It changes only as the transition table allows: available to pending (reserved), pending to available (released), pending or available to sold; sold is final.
          * @enum {string}
          */
         PetStatus: "available" | "pending" | "sold";
@@ -71,6 +79,26 @@ export interface components {
             categoryId: number;
             /** @default available */
             status: components["schemas"]["PetStatus"];
+        };
+        /**
+         * @description A JSON Merge Patch (RFC 7396) of a pet: the fields to change, each with the rules of NewPet; those left out keep their values. At least one; `id` and unknown fields are refused by name, and so is `null` (it would remove a field every pet has). A `status` must be a change the transition table allows from the pet's current status.
+         * @example {
+         *       "status": "sold"
+         *     }
+         * @example {
+         *       "name": "Rex II",
+         *       "categoryId": 4
+         *     }
+         */
+        PetPatch: {
+            /** @description 1 to 100 characters (code points), none of them a control character (U+0000 to U+001F, U+007F to U+009F). */
+            name?: string;
+            /**
+             * Format: int64
+             * @description Positive int64, accepted as in NewPet.
+             */
+            categoryId?: number;
+            status?: components["schemas"]["PetStatus"];
         };
         /**
          * @example {
@@ -124,12 +152,14 @@ export interface components {
              * @description Machine-readable; a closed set.
              * @enum {string}
              */
-            code: "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "gone" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "api_key_banned" | "internal" | "service_unavailable" | "bad_gateway" | "gateway_timeout";
+            code: "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "invalid_transition" | "gone" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "api_key_banned" | "internal" | "service_unavailable" | "bad_gateway" | "gateway_timeout";
             /** @description Human-readable; names the offending field for 400s. */
             message: string;
             /** @description The HTTP status code. */
             status: number;
         };
+        /** @description `*`, or one or more entity tags as the `ETag` header gives them, quotes included, separated by commas (RFC 9110 section 13.1). */
+        EtagCondition: string;
         /** @description 1 to 255 visible ASCII characters, chosen by the client (a UUID is typical). */
         IdempotencyKey: string;
     };
@@ -529,6 +559,11 @@ export interface operations {
                     RateLimit: string;
                     /** @description /v1/pets/{id} */
                     Location: string;
+                    /**
+                     * @description The pet's strong entity tag (RFC 9110 section 8.8.3), quotes included; it changes with every change of the pet. Send it back in `If-Match`.
+                     * @example "3"
+                     */
+                    ETag: string;
                     /** @description Present when the response replays an earlier create with the same Idempotency-Key. */
                     "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
@@ -929,7 +964,12 @@ export interface operations {
     getPet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Answers 304 Not Modified (no body) when the pet's ETag is one of these (weak comparison), or for `*`. */
+                "If-None-Match"?: components["schemas"]["EtagCondition"];
+                /** @description Answers 412 unless the pet's ETag is one of these (strong comparison), or for `*`. */
+                "If-Match"?: components["schemas"]["EtagCondition"];
+            };
             path: {
                 petId: number;
             };
@@ -980,13 +1020,70 @@ export interface operations {
                      * @example </v1/pets>; rel="successor-version"
                      */
                     Link: string;
+                    /**
+                     * @description The pet's strong entity tag (RFC 9110 section 8.8.3), quotes included; it changes with every change of the pet. Send it back in `If-Match`.
+                     * @example "3"
+                     */
+                    ETag: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Pet"];
                 };
             };
-            /** @description `petId` is not a positive int64, or is not validly percent-encoded, or two Authorization fields. Error codes: invalid_request. */
+            /** @description The pet is unchanged since the ETag the client holds (If-None-Match); no body. */
+            304: {
+                headers: {
+                    /**
+                     * @description Limit of the window closest to exhaustion; 0 during a ban.
+                     * @example 60
+                     */
+                    "X-RateLimit-Limit": number;
+                    /**
+                     * @description Requests left in that window; 0 on a 429 from the rate limiter.
+                     * @example 59
+                     */
+                    "X-RateLimit-Remaining": number;
+                    /**
+                     * @description Unix time, in seconds, at which that window (or a ban) ends.
+                     * @example 1795219260
+                     */
+                    "X-RateLimit-Reset": number;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: each window, its quota `q` and its length `w` in seconds; during a ban a `"ban";q=0;w=<seconds>` entry is added.
+                     * @example "minute";q=60;w=60, "day";q=1000;w=86400
+                     */
+                    "RateLimit-Policy": string;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
+                     */
+                    RateLimit: string;
+                    /**
+                     * @description RFC 9745: since when, as `@<unix seconds>`.
+                     * @example @1795219200
+                     */
+                    Deprecation: string;
+                    /**
+                     * @description RFC 8594: when the operation stops answering.
+                     * @example Thu, 05 Dec 2030 00:00:00 GMT
+                     */
+                    Sunset: string;
+                    /**
+                     * @description The operation to use instead.
+                     * @example </v1/pets>; rel="successor-version"
+                     */
+                    Link: string;
+                    /**
+                     * @description The pet's strong entity tag (RFC 9110 section 8.8.3), quotes included; it changes with every change of the pet. Send it back in `If-Match`.
+                     * @example "3"
+                     */
+                    ETag: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `petId` is not a positive int64, or is not validly percent-encoded, or a malformed If-Match or If-None-Match, or two Authorization fields. Error codes: invalid_request. */
             400: {
                 headers: {
                     /**
@@ -1253,6 +1350,60 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description `If-Match` names no current ETag of the pet: it changed since you read it. `ETag` is the current one. Error codes: precondition_failed. */
+            412: {
+                headers: {
+                    /**
+                     * @description Limit of the window closest to exhaustion; 0 during a ban.
+                     * @example 60
+                     */
+                    "X-RateLimit-Limit": number;
+                    /**
+                     * @description Requests left in that window; 0 on a 429 from the rate limiter.
+                     * @example 59
+                     */
+                    "X-RateLimit-Remaining": number;
+                    /**
+                     * @description Unix time, in seconds, at which that window (or a ban) ends.
+                     * @example 1795219260
+                     */
+                    "X-RateLimit-Reset": number;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: each window, its quota `q` and its length `w` in seconds; during a ban a `"ban";q=0;w=<seconds>` entry is added.
+                     * @example "minute";q=60;w=60, "day";q=1000;w=86400
+                     */
+                    "RateLimit-Policy": string;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
+                     */
+                    RateLimit: string;
+                    /**
+                     * @description RFC 9745: since when, as `@<unix seconds>`.
+                     * @example @1795219200
+                     */
+                    Deprecation: string;
+                    /**
+                     * @description RFC 8594: when the operation stops answering.
+                     * @example Thu, 05 Dec 2030 00:00:00 GMT
+                     */
+                    Sunset: string;
+                    /**
+                     * @description The operation to use instead.
+                     * @example </v1/pets>; rel="successor-version"
+                     */
+                    Link: string;
+                    /**
+                     * @description The pet's current entity tag.
+                     * @example "3"
+                     */
+                    ETag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Over the rate limit, or the key is temporarily banned. Error codes: rate_limited, api_key_banned. */
             429: {
                 headers: {
@@ -1453,6 +1604,941 @@ export interface operations {
                      * @example </v1/pets>; rel="successor-version"
                      */
                     Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deletePet: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request conditional: it applies only if the pet's current ETag is one of these (strong comparison); otherwise 412 with the current `ETag`. `*` matches any existing pet. Without it the request applies to the pet as it is (last write wins): send it whenever you read the pet before changing it. */
+                "If-Match"?: components["schemas"]["EtagCondition"];
+            };
+            path: {
+                petId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    /**
+                     * @description Limit of the window closest to exhaustion; 0 during a ban.
+                     * @example 60
+                     */
+                    "X-RateLimit-Limit": number;
+                    /**
+                     * @description Requests left in that window; 0 on a 429 from the rate limiter.
+                     * @example 59
+                     */
+                    "X-RateLimit-Remaining": number;
+                    /**
+                     * @description Unix time, in seconds, at which that window (or a ban) ends.
+                     * @example 1795219260
+                     */
+                    "X-RateLimit-Reset": number;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: each window, its quota `q` and its length `w` in seconds; during a ban a `"ban";q=0;w=<seconds>` entry is added.
+                     * @example "minute";q=60;w=60, "day";q=1000;w=86400
+                     */
+                    "RateLimit-Policy": string;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
+                     */
+                    RateLimit: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A bad `petId` or `If-Match`, `If-None-Match` sent, or two Authorization fields. Error codes: invalid_request. */
+            400: {
+                headers: {
+                    /**
+                     * @description Limit of the window closest to exhaustion; 0 during a ban.
+                     * @example 60
+                     */
+                    "X-RateLimit-Limit": number;
+                    /**
+                     * @description Requests left in that window; 0 on a 429 from the rate limiter.
+                     * @example 59
+                     */
+                    "X-RateLimit-Remaining": number;
+                    /**
+                     * @description Unix time, in seconds, at which that window (or a ban) ends.
+                     * @example 1795219260
+                     */
+                    "X-RateLimit-Reset": number;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: each window, its quota `q` and its length `w` in seconds; during a ban a `"ban";q=0;w=<seconds>` entry is added.
+                     * @example "minute";q=60;w=60, "day";q=1000;w=86400
+                     */
+                    "RateLimit-Policy": string;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
+                     */
+                    RateLimit: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or unknown API key. Error codes: unauthorized. */
+            401: {
+                headers: {
+                    /**
+                     * @description Limit of the window closest to exhaustion; 0 during a ban.
+                     * @example 60
+                     */
+                    "X-RateLimit-Limit": number;
+                    /**
+                     * @description Requests left in that window; 0 on a 429 from the rate limiter.
+                     * @example 59
+                     */
+                    "X-RateLimit-Remaining": number;
+                    /**
+                     * @description Unix time, in seconds, at which that window (or a ban) ends.
+                     * @example 1795219260
+                     */
+                    "X-RateLimit-Reset": number;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: each window, its quota `q` and its length `w` in seconds; during a ban a `"ban";q=0;w=<seconds>` entry is added.
+                     * @example "minute";q=60;w=60, "day";q=1000;w=86400
+                     */
+                    "RateLimit-Policy": string;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
+                     */
+                    RateLimit: string;
+                    /** @description `Bearer realm="petstore"`, with `error="invalid_token"` when a Bearer credential was sent. */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The pet service refused the call. Error codes: forbidden. */
+            403: {
+                headers: {
+                    /**
+                     * @description Limit of the window closest to exhaustion; 0 during a ban.
+                     * @example 60
+                     */
+                    "X-RateLimit-Limit": number;
+                    /**
+                     * @description Requests left in that window; 0 on a 429 from the rate limiter.
+                     * @example 59
+                     */
+                    "X-RateLimit-Remaining": number;
+                    /**
+                     * @description Unix time, in seconds, at which that window (or a ban) ends.
+                     * @example 1795219260
+                     */
+                    "X-RateLimit-Reset": number;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: each window, its quota `q` and its length `w` in seconds; during a ban a `"ban";q=0;w=<seconds>` entry is added.
+                     * @example "minute";q=60;w=60, "day";q=1000;w=86400
+                     */
+                    "RateLimit-Policy": string;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
+                     */
+                    RateLimit: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No pet with this id. Error codes: not_found. */
+            404: {
+                headers: {
+                    /**
+                     * @description Limit of the window closest to exhaustion; 0 during a ban.
+                     * @example 60
+                     */
+                    "X-RateLimit-Limit": number;
+                    /**
+                     * @description Requests left in that window; 0 on a 429 from the rate limiter.
+                     * @example 59
+                     */
+                    "X-RateLimit-Remaining": number;
+                    /**
+                     * @description Unix time, in seconds, at which that window (or a ban) ends.
+                     * @example 1795219260
+                     */
+                    "X-RateLimit-Reset": number;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: each window, its quota `q` and its length `w` in seconds; during a ban a `"ban";q=0;w=<seconds>` entry is added.
+                     * @example "minute";q=60;w=60, "day";q=1000;w=86400
+                     */
+                    "RateLimit-Policy": string;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
+                     */
+                    RateLimit: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Known path, other method. Error codes: method_not_allowed. */
+            405: {
+                headers: {
+                    /**
+                     * @description Limit of the window closest to exhaustion; 0 during a ban.
+                     * @example 60
+                     */
+                    "X-RateLimit-Limit": number;
+                    /**
+                     * @description Requests left in that window; 0 on a 429 from the rate limiter.
+                     * @example 59
+                     */
+                    "X-RateLimit-Remaining": number;
+                    /**
+                     * @description Unix time, in seconds, at which that window (or a ban) ends.
+                     * @example 1795219260
+                     */
+                    "X-RateLimit-Reset": number;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: each window, its quota `q` and its length `w` in seconds; during a ban a `"ban";q=0;w=<seconds>` entry is added.
+                     * @example "minute";q=60;w=60, "day";q=1000;w=86400
+                     */
+                    "RateLimit-Policy": string;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
+                     */
+                    RateLimit: string;
+                    Allow: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `If-Match` names no current ETag of the pet: it changed since you read it. `ETag` is the current one. Error codes: precondition_failed. */
+            412: {
+                headers: {
+                    /**
+                     * @description Limit of the window closest to exhaustion; 0 during a ban.
+                     * @example 60
+                     */
+                    "X-RateLimit-Limit": number;
+                    /**
+                     * @description Requests left in that window; 0 on a 429 from the rate limiter.
+                     * @example 59
+                     */
+                    "X-RateLimit-Remaining": number;
+                    /**
+                     * @description Unix time, in seconds, at which that window (or a ban) ends.
+                     * @example 1795219260
+                     */
+                    "X-RateLimit-Reset": number;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: each window, its quota `q` and its length `w` in seconds; during a ban a `"ban";q=0;w=<seconds>` entry is added.
+                     * @example "minute";q=60;w=60, "day";q=1000;w=86400
+                     */
+                    "RateLimit-Policy": string;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
+                     */
+                    RateLimit: string;
+                    /**
+                     * @description The pet's current entity tag.
+                     * @example "3"
+                     */
+                    ETag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the rate limit, or the key is temporarily banned. Error codes: rate_limited, api_key_banned. */
+            429: {
+                headers: {
+                    /**
+                     * @description Limit of the window closest to exhaustion; 0 during a ban.
+                     * @example 60
+                     */
+                    "X-RateLimit-Limit": number;
+                    /**
+                     * @description Requests left in that window; 0 on a 429 from the rate limiter.
+                     * @example 59
+                     */
+                    "X-RateLimit-Remaining": number;
+                    /**
+                     * @description Unix time, in seconds, at which that window (or a ban) ends.
+                     * @example 1795219260
+                     */
+                    "X-RateLimit-Reset": number;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: each window, its quota `q` and its length `w` in seconds; during a ban a `"ban";q=0;w=<seconds>` entry is added.
+                     * @example "minute";q=60;w=60, "day";q=1000;w=86400
+                     */
+                    "RateLimit-Policy": string;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
+                     */
+                    RateLimit: string;
+                    /**
+                     * @description Seconds until a retry can succeed.
+                     * @example 42
+                     */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure. Error codes: internal. */
+            500: {
+                headers: {
+                    /**
+                     * @description Limit of the window closest to exhaustion; 0 during a ban.
+                     * @example 60
+                     */
+                    "X-RateLimit-Limit"?: number;
+                    /**
+                     * @description Requests left in that window; 0 on a 429 from the rate limiter.
+                     * @example 59
+                     */
+                    "X-RateLimit-Remaining"?: number;
+                    /**
+                     * @description Unix time, in seconds, at which that window (or a ban) ends.
+                     * @example 1795219260
+                     */
+                    "X-RateLimit-Reset"?: number;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: each window, its quota `q` and its length `w` in seconds; during a ban a `"ban";q=0;w=<seconds>` entry is added.
+                     * @example "minute";q=60;w=60, "day";q=1000;w=86400
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The pet service (or its store) is unavailable or did not answer in time, or it is over capacity and shed the request. Error codes: service_unavailable. */
+            503: {
+                headers: {
+                    /**
+                     * @description Limit of the window closest to exhaustion; 0 during a ban.
+                     * @example 60
+                     */
+                    "X-RateLimit-Limit": number;
+                    /**
+                     * @description Requests left in that window; 0 on a 429 from the rate limiter.
+                     * @example 59
+                     */
+                    "X-RateLimit-Remaining": number;
+                    /**
+                     * @description Unix time, in seconds, at which that window (or a ban) ends.
+                     * @example 1795219260
+                     */
+                    "X-RateLimit-Reset": number;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: each window, its quota `q` and its length `w` in seconds; during a ban a `"ban";q=0;w=<seconds>` entry is added.
+                     * @example "minute";q=60;w=60, "day";q=1000;w=86400
+                     */
+                    "RateLimit-Policy": string;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
+                     */
+                    RateLimit: string;
+                    /**
+                     * @description Seconds until a retry may succeed; on every 503.
+                     * @example 1
+                     */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The pet service did not answer in time. Error codes: gateway_timeout. */
+            504: {
+                headers: {
+                    /**
+                     * @description Limit of the window closest to exhaustion; 0 during a ban.
+                     * @example 60
+                     */
+                    "X-RateLimit-Limit": number;
+                    /**
+                     * @description Requests left in that window; 0 on a 429 from the rate limiter.
+                     * @example 59
+                     */
+                    "X-RateLimit-Remaining": number;
+                    /**
+                     * @description Unix time, in seconds, at which that window (or a ban) ends.
+                     * @example 1795219260
+                     */
+                    "X-RateLimit-Reset": number;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: each window, its quota `q` and its length `w` in seconds; during a ban a `"ban";q=0;w=<seconds>` entry is added.
+                     * @example "minute";q=60;w=60, "day";q=1000;w=86400
+                     */
+                    "RateLimit-Policy": string;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
+                     */
+                    RateLimit: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updatePet: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request conditional: it applies only if the pet's current ETag is one of these (strong comparison); otherwise 412 with the current `ETag`. `*` matches any existing pet. Without it the request applies to the pet as it is (last write wins): send it whenever you read the pet before changing it. */
+                "If-Match"?: components["schemas"]["EtagCondition"];
+                /** @description Makes the change safe to retry: for 24 hours, a retry with the same key, pet and body answers the first change again (200, `Idempotent-Replayed: true`) and changes nothing. Keys are scoped to the API key and the pet; the same key with another body is 409 `conflict`. A refused change is not remembered. */
+                "Idempotency-Key"?: components["schemas"]["IdempotencyKey"];
+            };
+            path: {
+                petId: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/merge-patch+json": components["schemas"]["PetPatch"];
+                "application/json": components["schemas"]["PetPatch"];
+            };
+        };
+        responses: {
+            /** @description The pet after the change, or the first change again for a retried Idempotency-Key. */
+            200: {
+                headers: {
+                    /**
+                     * @description Limit of the window closest to exhaustion; 0 during a ban.
+                     * @example 60
+                     */
+                    "X-RateLimit-Limit": number;
+                    /**
+                     * @description Requests left in that window; 0 on a 429 from the rate limiter.
+                     * @example 59
+                     */
+                    "X-RateLimit-Remaining": number;
+                    /**
+                     * @description Unix time, in seconds, at which that window (or a ban) ends.
+                     * @example 1795219260
+                     */
+                    "X-RateLimit-Reset": number;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: each window, its quota `q` and its length `w` in seconds; during a ban a `"ban";q=0;w=<seconds>` entry is added.
+                     * @example "minute";q=60;w=60, "day";q=1000;w=86400
+                     */
+                    "RateLimit-Policy": string;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
+                     */
+                    RateLimit: string;
+                    /**
+                     * @description The pet's strong entity tag (RFC 9110 section 8.8.3), quotes included; it changes with every change of the pet. Send it back in `If-Match`.
+                     * @example "3"
+                     */
+                    ETag: string;
+                    /** @description Present when the response replays an earlier change with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Pet"];
+                };
+            };
+            /** @description Body missing, not JSON, not an object or empty; a field invalid, `null`, read-only (`id`) or unknown; a bad `petId`, `If-Match`, `Idempotency-Key`; `If-None-Match` sent; or two Authorization fields. Error codes: invalid_request. */
+            400: {
+                headers: {
+                    /**
+                     * @description Limit of the window closest to exhaustion; 0 during a ban.
+                     * @example 60
+                     */
+                    "X-RateLimit-Limit": number;
+                    /**
+                     * @description Requests left in that window; 0 on a 429 from the rate limiter.
+                     * @example 59
+                     */
+                    "X-RateLimit-Remaining": number;
+                    /**
+                     * @description Unix time, in seconds, at which that window (or a ban) ends.
+                     * @example 1795219260
+                     */
+                    "X-RateLimit-Reset": number;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: each window, its quota `q` and its length `w` in seconds; during a ban a `"ban";q=0;w=<seconds>` entry is added.
+                     * @example "minute";q=60;w=60, "day";q=1000;w=86400
+                     */
+                    "RateLimit-Policy": string;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
+                     */
+                    RateLimit: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or unknown API key. Error codes: unauthorized. */
+            401: {
+                headers: {
+                    /**
+                     * @description Limit of the window closest to exhaustion; 0 during a ban.
+                     * @example 60
+                     */
+                    "X-RateLimit-Limit": number;
+                    /**
+                     * @description Requests left in that window; 0 on a 429 from the rate limiter.
+                     * @example 59
+                     */
+                    "X-RateLimit-Remaining": number;
+                    /**
+                     * @description Unix time, in seconds, at which that window (or a ban) ends.
+                     * @example 1795219260
+                     */
+                    "X-RateLimit-Reset": number;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: each window, its quota `q` and its length `w` in seconds; during a ban a `"ban";q=0;w=<seconds>` entry is added.
+                     * @example "minute";q=60;w=60, "day";q=1000;w=86400
+                     */
+                    "RateLimit-Policy": string;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
+                     */
+                    RateLimit: string;
+                    /** @description `Bearer realm="petstore"`, with `error="invalid_token"` when a Bearer credential was sent. */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The pet service refused the call. Error codes: forbidden. */
+            403: {
+                headers: {
+                    /**
+                     * @description Limit of the window closest to exhaustion; 0 during a ban.
+                     * @example 60
+                     */
+                    "X-RateLimit-Limit": number;
+                    /**
+                     * @description Requests left in that window; 0 on a 429 from the rate limiter.
+                     * @example 59
+                     */
+                    "X-RateLimit-Remaining": number;
+                    /**
+                     * @description Unix time, in seconds, at which that window (or a ban) ends.
+                     * @example 1795219260
+                     */
+                    "X-RateLimit-Reset": number;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: each window, its quota `q` and its length `w` in seconds; during a ban a `"ban";q=0;w=<seconds>` entry is added.
+                     * @example "minute";q=60;w=60, "day";q=1000;w=86400
+                     */
+                    "RateLimit-Policy": string;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
+                     */
+                    RateLimit: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No pet with this id. Error codes: not_found. */
+            404: {
+                headers: {
+                    /**
+                     * @description Limit of the window closest to exhaustion; 0 during a ban.
+                     * @example 60
+                     */
+                    "X-RateLimit-Limit": number;
+                    /**
+                     * @description Requests left in that window; 0 on a 429 from the rate limiter.
+                     * @example 59
+                     */
+                    "X-RateLimit-Remaining": number;
+                    /**
+                     * @description Unix time, in seconds, at which that window (or a ban) ends.
+                     * @example 1795219260
+                     */
+                    "X-RateLimit-Reset": number;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: each window, its quota `q` and its length `w` in seconds; during a ban a `"ban";q=0;w=<seconds>` entry is added.
+                     * @example "minute";q=60;w=60, "day";q=1000;w=86400
+                     */
+                    "RateLimit-Policy": string;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
+                     */
+                    RateLimit: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Known path, other method. Error codes: method_not_allowed. */
+            405: {
+                headers: {
+                    /**
+                     * @description Limit of the window closest to exhaustion; 0 during a ban.
+                     * @example 60
+                     */
+                    "X-RateLimit-Limit": number;
+                    /**
+                     * @description Requests left in that window; 0 on a 429 from the rate limiter.
+                     * @example 59
+                     */
+                    "X-RateLimit-Remaining": number;
+                    /**
+                     * @description Unix time, in seconds, at which that window (or a ban) ends.
+                     * @example 1795219260
+                     */
+                    "X-RateLimit-Reset": number;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: each window, its quota `q` and its length `w` in seconds; during a ban a `"ban";q=0;w=<seconds>` entry is added.
+                     * @example "minute";q=60;w=60, "day";q=1000;w=86400
+                     */
+                    "RateLimit-Policy": string;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
+                     */
+                    RateLimit: string;
+                    Allow: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The change of status is not one the transition table allows, or the Idempotency-Key was already used with another change. Error codes: invalid_transition, conflict. */
+            409: {
+                headers: {
+                    /**
+                     * @description Limit of the window closest to exhaustion; 0 during a ban.
+                     * @example 60
+                     */
+                    "X-RateLimit-Limit": number;
+                    /**
+                     * @description Requests left in that window; 0 on a 429 from the rate limiter.
+                     * @example 59
+                     */
+                    "X-RateLimit-Remaining": number;
+                    /**
+                     * @description Unix time, in seconds, at which that window (or a ban) ends.
+                     * @example 1795219260
+                     */
+                    "X-RateLimit-Reset": number;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: each window, its quota `q` and its length `w` in seconds; during a ban a `"ban";q=0;w=<seconds>` entry is added.
+                     * @example "minute";q=60;w=60, "day";q=1000;w=86400
+                     */
+                    "RateLimit-Policy": string;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
+                     */
+                    RateLimit: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `If-Match` names no current ETag of the pet: it changed since you read it. `ETag` is the current one. Error codes: precondition_failed. */
+            412: {
+                headers: {
+                    /**
+                     * @description Limit of the window closest to exhaustion; 0 during a ban.
+                     * @example 60
+                     */
+                    "X-RateLimit-Limit": number;
+                    /**
+                     * @description Requests left in that window; 0 on a 429 from the rate limiter.
+                     * @example 59
+                     */
+                    "X-RateLimit-Remaining": number;
+                    /**
+                     * @description Unix time, in seconds, at which that window (or a ban) ends.
+                     * @example 1795219260
+                     */
+                    "X-RateLimit-Reset": number;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: each window, its quota `q` and its length `w` in seconds; during a ban a `"ban";q=0;w=<seconds>` entry is added.
+                     * @example "minute";q=60;w=60, "day";q=1000;w=86400
+                     */
+                    "RateLimit-Policy": string;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
+                     */
+                    RateLimit: string;
+                    /**
+                     * @description The pet's current entity tag.
+                     * @example "3"
+                     */
+                    ETag: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 64 KiB. Error codes: payload_too_large. */
+            413: {
+                headers: {
+                    /**
+                     * @description Limit of the window closest to exhaustion; 0 during a ban.
+                     * @example 60
+                     */
+                    "X-RateLimit-Limit": number;
+                    /**
+                     * @description Requests left in that window; 0 on a 429 from the rate limiter.
+                     * @example 59
+                     */
+                    "X-RateLimit-Remaining": number;
+                    /**
+                     * @description Unix time, in seconds, at which that window (or a ban) ends.
+                     * @example 1795219260
+                     */
+                    "X-RateLimit-Reset": number;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: each window, its quota `q` and its length `w` in seconds; during a ban a `"ban";q=0;w=<seconds>` entry is added.
+                     * @example "minute";q=60;w=60, "day";q=1000;w=86400
+                     */
+                    "RateLimit-Policy": string;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
+                     */
+                    RateLimit: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body is not application/merge-patch+json or application/json, or its charset is not utf-8. Error codes: unsupported_media_type. */
+            415: {
+                headers: {
+                    /**
+                     * @description Limit of the window closest to exhaustion; 0 during a ban.
+                     * @example 60
+                     */
+                    "X-RateLimit-Limit": number;
+                    /**
+                     * @description Requests left in that window; 0 on a 429 from the rate limiter.
+                     * @example 59
+                     */
+                    "X-RateLimit-Remaining": number;
+                    /**
+                     * @description Unix time, in seconds, at which that window (or a ban) ends.
+                     * @example 1795219260
+                     */
+                    "X-RateLimit-Reset": number;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: each window, its quota `q` and its length `w` in seconds; during a ban a `"ban";q=0;w=<seconds>` entry is added.
+                     * @example "minute";q=60;w=60, "day";q=1000;w=86400
+                     */
+                    "RateLimit-Policy": string;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
+                     */
+                    RateLimit: string;
+                    /**
+                     * @description The patch media types accepted (RFC 5789).
+                     * @example application/merge-patch+json, application/json
+                     */
+                    "Accept-Patch"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Over the rate limit, or the key is temporarily banned. Error codes: rate_limited, api_key_banned. */
+            429: {
+                headers: {
+                    /**
+                     * @description Limit of the window closest to exhaustion; 0 during a ban.
+                     * @example 60
+                     */
+                    "X-RateLimit-Limit": number;
+                    /**
+                     * @description Requests left in that window; 0 on a 429 from the rate limiter.
+                     * @example 59
+                     */
+                    "X-RateLimit-Remaining": number;
+                    /**
+                     * @description Unix time, in seconds, at which that window (or a ban) ends.
+                     * @example 1795219260
+                     */
+                    "X-RateLimit-Reset": number;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: each window, its quota `q` and its length `w` in seconds; during a ban a `"ban";q=0;w=<seconds>` entry is added.
+                     * @example "minute";q=60;w=60, "day";q=1000;w=86400
+                     */
+                    "RateLimit-Policy": string;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
+                     */
+                    RateLimit: string;
+                    /**
+                     * @description Seconds until a retry can succeed.
+                     * @example 42
+                     */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure. Error codes: internal. */
+            500: {
+                headers: {
+                    /**
+                     * @description Limit of the window closest to exhaustion; 0 during a ban.
+                     * @example 60
+                     */
+                    "X-RateLimit-Limit"?: number;
+                    /**
+                     * @description Requests left in that window; 0 on a 429 from the rate limiter.
+                     * @example 59
+                     */
+                    "X-RateLimit-Remaining"?: number;
+                    /**
+                     * @description Unix time, in seconds, at which that window (or a ban) ends.
+                     * @example 1795219260
+                     */
+                    "X-RateLimit-Reset"?: number;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: each window, its quota `q` and its length `w` in seconds; during a ban a `"ban";q=0;w=<seconds>` entry is added.
+                     * @example "minute";q=60;w=60, "day";q=1000;w=86400
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The pet service (or its store) is unavailable or did not answer in time, or it is over capacity and shed the request. Error codes: service_unavailable. */
+            503: {
+                headers: {
+                    /**
+                     * @description Limit of the window closest to exhaustion; 0 during a ban.
+                     * @example 60
+                     */
+                    "X-RateLimit-Limit": number;
+                    /**
+                     * @description Requests left in that window; 0 on a 429 from the rate limiter.
+                     * @example 59
+                     */
+                    "X-RateLimit-Remaining": number;
+                    /**
+                     * @description Unix time, in seconds, at which that window (or a ban) ends.
+                     * @example 1795219260
+                     */
+                    "X-RateLimit-Reset": number;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: each window, its quota `q` and its length `w` in seconds; during a ban a `"ban";q=0;w=<seconds>` entry is added.
+                     * @example "minute";q=60;w=60, "day";q=1000;w=86400
+                     */
+                    "RateLimit-Policy": string;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
+                     */
+                    RateLimit: string;
+                    /**
+                     * @description Seconds until a retry may succeed; on every 503.
+                     * @example 1
+                     */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The pet service did not answer in time. Error codes: gateway_timeout. */
+            504: {
+                headers: {
+                    /**
+                     * @description Limit of the window closest to exhaustion; 0 during a ban.
+                     * @example 60
+                     */
+                    "X-RateLimit-Limit": number;
+                    /**
+                     * @description Requests left in that window; 0 on a 429 from the rate limiter.
+                     * @example 59
+                     */
+                    "X-RateLimit-Remaining": number;
+                    /**
+                     * @description Unix time, in seconds, at which that window (or a ban) ends.
+                     * @example 1795219260
+                     */
+                    "X-RateLimit-Reset": number;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: each window, its quota `q` and its length `w` in seconds; during a ban a `"ban";q=0;w=<seconds>` entry is added.
+                     * @example "minute";q=60;w=60, "day";q=1000;w=86400
+                     */
+                    "RateLimit-Policy": string;
+                    /**
+                     * @description draft-ietf-httpapi-ratelimit-headers-10: every window, what remains `r` and the seconds to its end `t`; during a ban only `"ban";r=0;t=<seconds left>`.
+                     * @example "minute";r=59;t=42, "day";r=999;t=81319
+                     */
+                    RateLimit: string;
                     [name: string]: unknown;
                 };
                 content: {

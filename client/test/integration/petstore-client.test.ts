@@ -74,6 +74,23 @@ describe('petstore client against a real gateway and pet service', function () {
     expect(new Set(sold)).to.deep.equal(new Set(['sold']));
   });
 
+  it('changes a pet with its ETag, reports a stale one and a refused transition by code, and deletes it', async () => {
+    const client = clientFor('bulk');
+    const pet = await client.createPet({ name: 'Rex', categoryId: 1 });
+    const reserved = await client.updatePet(pet.id, { status: 'pending' });
+    expect(reserved.pet).to.deep.equal({ ...pet, status: 'pending' });
+    const stale = await client.updatePet(pet.id, { status: 'sold' }, { ifMatch: '"0"' }).catch((error: unknown) => error);
+    expect(stale).to.be.instanceOf(PetstoreError);
+    expect(stale).to.include({ code: 'precondition_failed', status: 412, currentEtag: reserved.etag });
+    const sold = await client.updatePet(pet.id, { status: 'sold' }, { ifMatch: reserved.etag });
+    expect(sold.pet.status).to.equal('sold');
+    expect(sold.etag).to.not.equal(reserved.etag);
+    const refused = await client.updatePet(pet.id, { status: 'available' }).catch((error: unknown) => error);
+    expect(refused).to.include({ code: 'invalid_transition', status: 409, message: 'status: cannot change from sold to available; sold is final' });
+    await client.deletePet(pet.id, { ifMatch: sold.etag });
+    expect(await client.deletePet(pet.id).catch((error: unknown) => error)).to.include({ code: 'not_found' });
+  });
+
   it('round-trips int64 beyond 2^53 exactly, as bigint or as string', async () => {
     const created = await clientFor('bulk').createPet({ name: 'Big', categoryId: 9223372036854775807n });
     expect(created.categoryId).to.equal(9223372036854775807n);

@@ -49,6 +49,56 @@ describe('petstore client', () => {
     time = ownTime(START);
   });
 
+  describe('updatePet and deletePet', () => {
+    it('sends a merge patch with exact int64, If-Match and an Idempotency-Key, and answers the pet with its ETag', async () => {
+      const { client, sent } = clientFor([json(200, PET, { ETag: '"4"' })]);
+      const changed = await client.updatePet(9223372036854775807n, { categoryId: 9007199254740993n, status: 'sold' }, { ifMatch: '"3"' });
+      expect(changed).to.deep.equal({
+        pet: { id: 9223372036854775807n, name: 'Rex', categoryId: 9007199254740993n, status: 'available' },
+        etag: '"4"',
+      });
+      expect(sent[0]!.method).to.equal('PATCH');
+      expect(sent[0]!.url).to.equal('http://gateway.test/v1/pets/9223372036854775807');
+      expect(sent[0]!.body).to.equal('{"categoryId":9007199254740993,"status":"sold"}');
+      expect(sent[0]!.headers.get('content-type')).to.equal('application/merge-patch+json');
+      expect(sent[0]!.headers.get('if-match')).to.equal('"3"');
+      expect(sent[0]!.headers.get('idempotency-key')).to.match(/^[0-9a-f-]{36}$/);
+    });
+
+    it('retries a change on a lost answer with the same Idempotency-Key', async () => {
+      const { client, sent } = clientFor([new TypeError('socket hang up'), json(200, PET, { ETag: '"1"' })]);
+      await client.updatePet('1', { name: 'Rex' });
+      expect(sent).to.have.length(2);
+      expect(sent[1]!.headers.get('idempotency-key')).to.equal(sent[0]!.headers.get('idempotency-key'));
+    });
+
+    it('fails precondition_failed with the current ETag, and invalid_transition, without retrying', async () => {
+      const { client, sent } = clientFor([errorAnswer(412, 'precondition_failed', { ETag: '"9"' }), errorAnswer(409, 'invalid_transition')]);
+      const stale = await rejection(client.updatePet('1', { status: 'sold' }, { ifMatch: '"2"' }));
+      expect(stale).to.be.instanceOf(PetstoreError);
+      expect(stale).to.include({ code: 'precondition_failed', status: 412, currentEtag: '"9"' });
+      expect(await rejection(client.deletePet('1'))).to.include({ code: 'invalid_transition', currentEtag: undefined });
+      expect(sent).to.have.length(2);
+    });
+
+    it('deletes with If-Match; a 404 after a lost answer counts as the delete, a first 404 does not', async () => {
+      const { client, sent } = clientFor([new TypeError('socket hang up'), errorAnswer(404, 'not_found'), errorAnswer(404, 'not_found')]);
+      await client.deletePet(7n, { ifMatch: '"0"' });
+      expect(sent.map((request) => [request.method, request.url, request.headers.get('if-match')])).to.deep.equal([
+        ['DELETE', 'http://gateway.test/v1/pets/7', '"0"'],
+        ['DELETE', 'http://gateway.test/v1/pets/7', '"0"'],
+      ]);
+      expect(await rejection(client.deletePet(7n))).to.include({ code: 'not_found', status: 404 });
+    });
+
+    it('refuses an id that is not a positive integer before sending', async () => {
+      const { client, sent } = clientFor([]);
+      expect(await rejection(client.updatePet('07', { name: 'x' }))).to.be.instanceOf(RangeError);
+      expect(await rejection(client.deletePet('-1'))).to.be.instanceOf(RangeError);
+      expect(sent).to.have.length(0);
+    });
+  });
+
   describe('createPet', () => {
     it('sends the key, a JSON body with exact int64, an Idempotency-Key and a request id', async () => {
       const { client, sent } = clientFor([json(201, PET)]);

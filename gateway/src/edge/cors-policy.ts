@@ -2,12 +2,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CorsOrigins } from '../config';
 
 /** Request headers a page may send, beyond the CORS-safelisted ones: every header the API reads. */
-export const CORS_ALLOWED_HEADERS: readonly string[] = ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Request-Id'];
+export const CORS_ALLOWED_HEADERS: readonly string[] = ['Authorization', 'Content-Type', 'Idempotency-Key', 'If-Match', 'If-None-Match', 'X-Request-Id'];
 
 /**
  * Response headers a page's script may read, beyond the CORS-safelisted ones (Content-Type, ...):
  * every header the API documents. Without this a script could not see its rate limit, its
- * `Retry-After`, the next page's `Link` or a created pet's `Location`.
+ * `Retry-After`, the next page's `Link`, a created pet's `Location` or a pet's `ETag`.
  */
 export const CORS_EXPOSED_HEADERS: readonly string[] = [
   'X-RateLimit-Limit',
@@ -18,6 +18,8 @@ export const CORS_EXPOSED_HEADERS: readonly string[] = [
   'Retry-After',
   'Link',
   'Location',
+  'ETag',
+  'Accept-Patch',
   'Deprecation',
   'Sunset',
   'X-Request-Id',

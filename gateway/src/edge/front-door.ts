@@ -44,8 +44,6 @@ export interface FrontDoorOptions {
   readonly metrics?: GatewayMetrics;
   /** Starts every request's server span (recorded or not; see `observability/request-tracing.ts`). */
   readonly tracer: Tracer;
-  /** True once shutdown has begun: every response then closes its connection. */
-  readonly draining: () => boolean;
   /** CORS_ORIGINS' policy; undefined: no CORS headers, and an OPTIONS is an ordinary request. */
   readonly cors?: CorsPolicy;
 }
@@ -74,7 +72,7 @@ const OPENAPI_DOCUMENT = /^\/v1\/openapi\.json\/?$/i;
  * request without a valid key, so preflights cannot flood, and answered here with 204.
  */
 export function createFrontDoor(options: FrontDoorOptions): RequestListener {
-  const { app, routes, apiKeys, now, limiter, settings, logger, metrics, tracer, draining, cors } = options;
+  const { app, routes, apiKeys, now, limiter, settings, logger, metrics, tracer, cors } = options;
   const observe = createRequestObserver(logger, metrics);
   const countDecision = metrics === undefined ? undefined : createDecisionCounter(metrics);
   const keyPolicies = new WeakMap<ApiKey, RateLimitPolicy>();
@@ -137,7 +135,6 @@ export function createFrontDoor(options: FrontDoorOptions): RequestListener {
     };
     attachContext(request, context);
     observe(response);
-    if (draining()) response.setHeader('Connection', 'close');
     const preflight = cors?.apply(request, response) === true;
     // The path exactly as express's router will route it (parseurl caches it for the router): an
     // absolute-form target (`GET http://host/v1/pets`) or a fragment must not slip past the charge.

@@ -20,11 +20,19 @@ export const ERROR_CODE_TABLE = {
     statuses: [409],
     when: 'an `Idempotency-Key` reused with a different body (the pet service\'s ALREADY_EXISTS); added because neither 400 nor 429 says "this key is taken"',
   },
+  invalid_transition: {
+    statuses: [409],
+    when: 'a change of `status` the transition table refuses (`sold` is final; naming the current status is no transition), the message naming both statuses (the pet service\'s FAILED_PRECONDITION); added because `conflict` means a reused `Idempotency-Key`, and a client acts on the two differently',
+  },
   gone: { statuses: [410], when: 'the deprecated route after its sunset' },
+  precondition_failed: {
+    statuses: [412],
+    when: "`If-Match` names no current ETag of the pet: it changed since the client read it (the pet service's ABORTED); the response's `ETag` is the current one",
+  },
   payload_too_large: { statuses: [413], when: "body over 64 KiB, or over a proxied route's `bodyLimitBytes`" },
   unsupported_media_type: {
     statuses: [415],
-    when: 'body not `application/json`, a charset other than `utf-8`, or an unsupported Content-Encoding',
+    when: 'body not `application/json` (on PATCH, not `application/merge-patch+json` or `application/json`, with `Accept-Patch`), a charset other than `utf-8`, or an unsupported Content-Encoding',
   },
   rate_limited: { statuses: [429], when: "over the plan's limit" },
   api_key_banned: { statuses: [429], when: 'key temporarily banned for hammering after 429s' },

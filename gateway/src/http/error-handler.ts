@@ -68,12 +68,13 @@ export function isUndecodableParameter(error: unknown): boolean {
 const UNDECODABLE_BODY = ApiError.invalid('body', 'does not decode as its Content-Encoding says');
 
 /**
- * Whether `error` is zlib's, which body-parser passes on with status 400 and no type when a gzip,
- * deflate or br body does not decode: zlib's codes are `Z_…`, brotli's `ERR__…`.
+ * Whether `error` is a decoder's, which body-parser passes on with status 400 and no type when a
+ * gzip, deflate, br or zstd body does not decode: zlib's codes are `Z_…`, brotli's `ERR__…` (or
+ * zlib's), zstd's `ZSTD_error_…`.
  */
 function isDecompressionError(error: object): boolean {
   const { code } = error as { code?: unknown };
-  return typeof code === 'string' && /^(?:Z_|ERR__)/.test(code);
+  return typeof code === 'string' && /^(?:Z_|ERR__|ZSTD_error_)/.test(code);
 }
 
 /** Normalises anything thrown into an {@link ApiError}. */

@@ -1,5 +1,5 @@
 import { type Metadata, status as Status } from '@grpc/grpc-js';
-import { fieldViolationsMessage, fieldViolationsOf, IDEMPOTENCY_KEY_METADATA } from '@petstore/proto';
+import { currentEtagOf, fieldViolationsMessage, fieldViolationsOf, IDEMPOTENCY_KEY_METADATA } from '@petstore/proto';
 import { ApiError, type ErrorCode } from './api-error';
 
 interface Translation {
@@ -23,6 +23,8 @@ const TABLE = new Map<Status, Translation>([
   [Status.INVALID_ARGUMENT, { status: 400, code: 'invalid_request', passMessage: true, fallback: 'invalid request' }],
   [Status.NOT_FOUND, { status: 404, code: 'not_found', passMessage: true, fallback: 'not found' }],
   [Status.ALREADY_EXISTS, { status: 409, code: 'conflict', passMessage: true, fallback: 'conflict' }],
+  // The pet service's only FAILED_PRECONDITION is a change of status the table refuses.
+  [Status.FAILED_PRECONDITION, { status: 409, code: 'invalid_transition', passMessage: true, fallback: 'status: this change of status is not allowed' }],
   [Status.UNAVAILABLE, { status: 503, code: 'service_unavailable', passMessage: false, fallback: 'pet service unavailable' }],
   [Status.DEADLINE_EXCEEDED, { status: 504, code: 'gateway_timeout', passMessage: false, fallback: 'pet service did not answer in time' }],
   [Status.UNAUTHENTICATED, { status: 401, code: 'unauthorized', passMessage: false, fallback: 'unauthenticated' }],
@@ -40,6 +42,12 @@ const HTTP_FIELD_NAMES: ReadonlyMap<string, string> = new Map([
   ['page_token', 'cursor'],
   ['page_size', 'limit'],
   ['id', 'petId'],
+  ['pet.id', 'petId'],
+  ['pet.name', 'name'],
+  ['pet.category_id', 'categoryId'],
+  ['pet.status', 'status'],
+  ['update_mask', 'body'],
+  ['etag', 'If-Match'],
   [IDEMPOTENCY_KEY_METADATA, 'Idempotency-Key'],
 ]);
 
@@ -51,6 +59,7 @@ const HTTP_FIELD_NAMES: ReadonlyMap<string, string> = new Map([
  */
 export function grpcStatusToHttp(code: Status, details: string, metadata?: Metadata): ApiError {
   if (code === Status.RESOURCE_EXHAUSTED) return PET_SERVICE_OVER_CAPACITY;
+  if (code === Status.ABORTED) return preconditionFailed(metadata);
   const translation = TABLE.get(code) ?? INTERNAL;
   return new ApiError(translation.status, translation.code, clientMessage(translation, details, metadata));
 }
@@ -60,4 +69,17 @@ function clientMessage(translation: Translation, details: string, metadata: Meta
   const violations = fieldViolationsOf(metadata);
   if (violations.length > 0) return fieldViolationsMessage(violations, (field) => HTTP_FIELD_NAMES.get(field) ?? field);
   return details === '' ? translation.fallback : details;
+}
+
+/**
+ * The answer to ABORTED, the pet service's etag mismatch (AIP-154): 412 (RFC 9110 section
+ * 13.1.1), with the pet's current ETag from the error's google.rpc.ErrorInfo so that a client can
+ * tell what it holds is stale without another read. Without one (another ABORTED, which the pet
+ * service does not send) the 412 carries no ETag.
+ */
+function preconditionFailed(metadata: Metadata | undefined): ApiError {
+  const etag = currentEtagOf(metadata);
+  return etag === undefined
+    ? new ApiError(412, 'precondition_failed', 'If-Match: the pet has changed since; read it again')
+    : new ApiError(412, 'precondition_failed', `If-Match: does not match the pet's current ETag, ${etag}`, { ETag: etag });
 }

@@ -181,6 +181,12 @@ export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = Object.freeze({
 export interface ListeningServer {
   readonly server: Server;
   readonly port: number;
+  /**
+   * Shutdown has begun: from now on every response closes its connection (`Connection: close`,
+   * RFC 9112 section 9.6), the response of a request already in flight included, so that clients
+   * reconnect elsewhere. The listener keeps serving until it is closed.
+   */
+  drain(): void;
 }
 
 /**
@@ -198,6 +204,9 @@ export async function listen(
   port: number,
   limits: ConnectionLimits = DEFAULT_CONNECTION_LIMITS,
 ): Promise<ListeningServer> {
+  let draining = false;
+  // Each open connection, so that draining reaches the response each one has in flight.
+  const connections = new Set<Connection>();
   const server = createServer(
     {
       headersTimeout: limits.headersTimeoutMs,
@@ -209,12 +218,17 @@ export async function listen(
     },
     (request, response) => {
       track(request, response);
+      if (draining) response.setHeader('Connection', 'close');
       const problem = unroutable(request);
       if (problem === undefined) app(request, response);
       else answerError(response, problem);
     },
   );
   server.maxConnections = limits.maxConnections;
+  server.on('connection', (connection: Connection) => {
+    connections.add(connection);
+    connection.once('close', () => connections.delete(connection));
+  });
   // Without a listener Node answers 417 with an empty body.
   server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
     track(request, response);
@@ -236,18 +250,34 @@ export async function listen(
       resolve();
     });
   });
-  return { server, port: (server.address() as AddressInfo).port };
+  return {
+    server,
+    port: (server.address() as AddressInfo).port,
+    drain() {
+      draining = true;
+      // A connection's responses go out in order: its last one started is the one to close it.
+      for (const connection of connections) {
+        const last = connection[LAST_RESPONSE];
+        if (last !== undefined && !last.headersSent) last.setHeader('Connection', 'close');
+      }
+    },
+  };
 }
 
 /**
  * Stops accepting connections and resolves once every in-flight request has been answered.
  * Node closes an idle keep-alive connection only when its idle timeout fires, so idle ones are
  * swept every 50 ms: a connection closes as soon as its last response is out.
+ *
+ * Node counts a connection whose request has arrived but has not been read yet as idle, and
+ * `server.close()` closes idle connections at once; closing the listener resets connections not
+ * yet accepted. Called from a signal handler in a busy turn of the event loop, it reset requests
+ * sent before the signal (issue 45). So the listener closes, and each sweep runs, just after the
+ * loop's next poll phase, which accepts the connections waiting and reads what they received.
  */
 export function closeGracefully(server: Server): Promise<void> {
-  const sweep = setInterval(() => server.closeIdleConnections(), 50);
+  const sweep = setInterval(() => setImmediate(() => server.closeIdleConnections()), 50);
   return new Promise<void>((resolve, reject) => {
-    server.close((error) => (error ? reject(error) : resolve()));
-    server.closeIdleConnections();
+    setImmediate(() => server.close((error) => (error ? reject(error) : resolve())));
   }).finally(() => clearInterval(sweep));
 }

@@ -8,12 +8,21 @@ import { jsonTextProblem, parseJsonLosslessly } from './lossless-json';
 export const MAX_BODY_BYTES = 64 * 1024;
 
 // Raw bytes, not text: body-parser's decoder would turn invalid UTF-8 into U+FFFD unseen. It also
-// undoes a gzip, deflate or br Content-Encoding, within the same limit.
+// undoes a gzip, deflate, br or zstd Content-Encoding, within the same limit (the decoded bytes
+// count), and refuses any other coding.
 const readBytes = express.raw({ type: () => true, limit: MAX_BODY_BYTES });
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 const TOO_LARGE = new ApiError(413, 'payload_too_large', 'body: larger than 64 KiB');
 const MISSING = ApiError.invalid('body', 'is required: send a JSON object');
 const NOT_JSON_TYPE = new ApiError(415, 'unsupported_media_type', 'body: Content-Type must be application/json');
+
+/** The media types a JSON body may have, and the 415 for any other. */
+export interface JsonMediaTypes {
+  readonly types: readonly string[];
+  readonly refusal: ApiError;
+}
+
+const JSON_ONLY: JsonMediaTypes = { types: ['application/json'], refusal: NOT_JSON_TYPE };
 const NOT_UTF8_CHARSET = new ApiError(415, 'unsupported_media_type', 'body: charset must be utf-8');
 const NOT_JSON = ApiError.invalid('body', 'is not valid JSON');
 const REPEATED_MEMBER = ApiError.invalid('body', 'repeats a member name within one object: send each once');
@@ -30,7 +39,7 @@ function mediaType(header: string | undefined): { type: string; charset: string 
 }
 
 /**
- * Reads a request's JSON body. Accepts only an `application/json` body (415 otherwise, and for a
+ * Reads a request's JSON body. Accepts only an `application/json` body, or one of `accepted`'s types (415 otherwise, and for a
  * charset other than UTF-8, the only one RFC 8259 allows) of at most 64 KiB (413), that is valid
  * UTF-8, escapes no unpaired surrogate, nests at most 64 deep and parses as JSON without rounding
  * big integers and names no member twice in one object (400 naming `body` for each). A request without a body gets 400 `body: is
@@ -39,11 +48,11 @@ function mediaType(header: string | undefined): { type: string; charset: string 
  *
  * @throws ApiError, or body-parser's errors (`toApiError` translates them).
  */
-export async function readJsonBody(request: IncomingMessage, response: ServerResponse): Promise<unknown> {
+export async function readJsonBody(request: IncomingMessage, response: ServerResponse, accepted: JsonMediaTypes = JSON_ONLY): Promise<unknown> {
   // type-is's definition of a body: a declared length (even 0) or a chunked transfer.
   if (request.headers['content-length'] === undefined && request.headers['transfer-encoding'] === undefined) throw MISSING;
   const media = mediaType(request.headers['content-type']);
-  if (media?.type !== 'application/json') throw NOT_JSON_TYPE;
+  if (media === undefined || !accepted.types.includes(media.type)) throw accepted.refusal;
   if (media.charset !== undefined && media.charset.toLowerCase() !== 'utf-8') throw NOT_UTF8_CHARSET;
   // Refused on its declared length, before a byte of it is read. body-parser would reach the same
   // 413 only after reading the whole body, holding the connection for as long as a client

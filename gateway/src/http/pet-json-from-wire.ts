@@ -7,10 +7,14 @@ export interface PetsPageJson {
   readonly nextPageToken: string;
 }
 
-/** A GetPet or CreatePet answer: the body `petToJson` renders, and the pet's id (for `Location`). */
+/**
+ * A GetPet, CreatePet or UpdatePet answer: the body `petToJson` renders, the pet's id (for
+ * `Location`) and its etag (for `ETag`; '' when the pet service sent none).
+ */
 export interface PetJson {
   readonly body: string;
   readonly id: string;
+  readonly etag: string;
 }
 
 /**
@@ -41,7 +45,7 @@ export function listPetsResponseToJson(bytes: Uint8Array): PetsPageJson {
 }
 
 /**
- * The JSON body of a GetPetResponse or a CreatePetResponse (the same wire shape: `Pet pet = 1`),
+ * The JSON body of a GetPetResponse, CreatePetResponse or UpdatePetResponse (the same wire shape: `Pet pet = 1`),
  * written straight from its protobuf bytes as {@link listPetsResponseToJson} writes a page: byte
  * for byte what `petToJson(decode(bytes).pet)` writes. A `pet` field given twice is the last one,
  * as in the generated decoder.
@@ -57,7 +61,7 @@ export function petResponseToJson(bytes: Uint8Array): PetJson {
   } catch (error) {
     if (error !== NOT_PLAIN) throw error;
     const { pet } = GetPetResponse.decode(input);
-    if (pet !== undefined) answer = { body: petToJson(pet), id: pet.id };
+    if (pet !== undefined) answer = { body: petToJson(pet), id: pet.id, etag: pet.etag };
   } finally {
     releaseOutput();
   }
@@ -94,6 +98,9 @@ let output: Buffer = Buffer.allocUnsafe(KEPT_OUTPUT_SIZE);
 let at = 0;
 /** Whether the output so far is ASCII, which makes a string of one byte per character. */
 let outputAscii = true;
+/** Where the etag of the pet last written lies in `input` (start = end: none). */
+let etagStart = 0;
+let etagEnd = 0;
 
 function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -159,7 +166,7 @@ function writePetResponse(bytes: Buffer): PetJson | undefined {
   }
   if (!found) return undefined;
   const body = outputText();
-  return { body, id: body.slice(ID_KEY.length, body.indexOf(',', ID_KEY.length)) };
+  return { body, id: body.slice(ID_KEY.length, body.indexOf(',', ID_KEY.length)), etag: readString(etagStart, etagEnd) };
 }
 
 /**
@@ -173,6 +180,7 @@ function writePet(start: number, end: number): void {
   let nameEnd = 0;
   let categoryId = -1;
   let status = 0;
+  etagStart = etagEnd = 0;
   while (pos < end) {
     const tag = readVarint32();
     if (tag === 8) {
@@ -188,6 +196,12 @@ function writePet(start: number, end: number): void {
       skipVarint64();
     } else if (tag === 32) {
       status = readVarint32() | 0;
+    } else if (tag === 42) {
+      // Only answers of one pet carry an etag: a page's pets have none, and never reach here.
+      const length = readVarint32();
+      etagStart = pos;
+      etagEnd = checkedEnd(length, end);
+      pos = etagEnd;
     } else {
       skipField(tag, end);
     }

@@ -16,6 +16,8 @@ const RPC_SPANS: Record<PetServiceMethod, ReturnType<typeof rpcSpan>> = {
   ListPets: rpcSpan('ListPets'),
   CreatePet: rpcSpan('CreatePet'),
   GetPet: rpcSpan('GetPet'),
+  UpdatePet: rpcSpan('UpdatePet'),
+  DeletePet: rpcSpan('DeletePet'),
 };
 
 /**

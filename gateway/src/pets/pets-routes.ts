@@ -1,7 +1,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseQuery } from 'node:querystring';
 import type { Tracer } from '@opentelemetry/api';
-import { IDEMPOTENCY_KEY_PROBLEM, isPositiveInt64, ONE_VALUE_PROBLEM } from '@petstore/proto';
+import {
+  ETAG_CONDITION_PROBLEM,
+  IDEMPOTENCY_KEY_PROBLEM,
+  isPositiveInt64,
+  ONE_VALUE_PROBLEM,
+  parseEtagCondition,
+  versionOfEtag,
+  weaklyMatches,
+} from '@petstore/proto';
 import { NON_RECORDING_TRACER } from '@petstore/runtime';
 import parseUrl from 'parseurl';
 import type { ServedRoutes } from '../edge/front-door';
@@ -13,7 +21,7 @@ import { markDeprecated } from '../http/deprecation';
 import { methodNotAllowed, sendApiError, toApiError, type InternalErrorListener } from '../http/error-handler';
 import { PET_SERVICE_OVER_CAPACITY } from '../http/grpc-status-to-http';
 import { compileComponentSchema, describeErrors } from '../http/json-schema';
-import { readJsonBody } from '../http/json-body';
+import { type JsonMediaTypes, readJsonBody } from '../http/json-body';
 import { sendJson } from '../http/send-json';
 import { fieldCount } from '../http/raw-headers';
 import { toWireStatus } from '../http/pet-json';
@@ -37,6 +45,12 @@ interface NewPetBody {
   status: string;
 }
 
+interface PetPatchBody {
+  name?: string;
+  categoryId?: number | bigint;
+  status?: string;
+}
+
 interface ListQuery {
   limit: number;
   status?: string;
@@ -58,11 +72,12 @@ function routeOf(path: string): string | undefined {
 }
 
 const validateNewPet = compileComponentSchema('NewPet');
+const validatePetPatch = compileComponentSchema('PetPatch');
 const validateIdempotencyKey = compileComponentSchema('IdempotencyKey');
 const validateListQuery = compileComponentSchema('ListQuery');
 const LIST_PARAMETERS = ['limit', 'status', 'cursor'] as const;
 const LIST_METHODS = methodNotAllowed('GET, HEAD, POST');
-const PET_METHODS = methodNotAllowed('GET, HEAD');
+const PET_METHODS = methodNotAllowed('GET, HEAD, PATCH, DELETE');
 const UNDECODABLE_PET_ID = ApiError.invalid('petId', 'malformed percent-encoding');
 const NOT_A_PET_ID = ApiError.invalid('petId', 'must be a positive int64');
 /** A decimal integer written with a leading zero (`05`): refused as such, not as "not an integer". */
@@ -73,6 +88,17 @@ const PET_ID_LEADING_ZERO = leadingZero('petId');
 const NOT_AN_OBJECT = ApiError.invalid('body', 'must be a JSON object');
 const BAD_IDEMPOTENCY_KEY = ApiError.invalid('Idempotency-Key', IDEMPOTENCY_KEY_PROBLEM);
 const TWO_IDEMPOTENCY_KEYS = ApiError.invalid('Idempotency-Key', ONE_VALUE_PROBLEM);
+/** The media types of a PATCH body (RFC 5789): a JSON Merge Patch, or plain JSON read as one. */
+const ACCEPT_PATCH = 'application/merge-patch+json, application/json';
+const MERGE_PATCH: JsonMediaTypes = {
+  types: ['application/merge-patch+json', 'application/json'],
+  refusal: new ApiError(415, 'unsupported_media_type', 'body: Content-Type must be application/merge-patch+json or application/json', {
+    'Accept-Patch': ACCEPT_PATCH,
+  }),
+};
+const PATCH_FIELDS = ['name', 'categoryId', 'status'] as const;
+const EMPTY_PATCH = ApiError.invalid('body', 'names no field to change: send name, categoryId or status');
+const NO_IF_NONE_MATCH = ApiError.invalid('If-None-Match', 'is evaluated on GET only; send If-Match to make a change conditional');
 
 /**
  * `/v1/pets` and `/v1/pets/{petId}`, the product's hot path: JSON in, one gRPC call each, JSON
@@ -108,35 +134,92 @@ export function createPetsRoutes({ petClient, now, onInternalError, onShed, trac
     if (body === null || typeof body !== 'object' || Array.isArray(body)) throw NOT_AN_OBJECT;
     // Every invalid field at once: the body's, then the Idempotency-Key header's.
     const problems = validateNewPet(body) ? [] : describeErrors(validateNewPet.errors, 'body');
-    const idempotencyKey = request.headers['idempotency-key'];
-    // Node joins repeated fields with ", ", which the pattern would refuse as a bad value.
-    if (idempotencyKey !== undefined && !validateIdempotencyKey(idempotencyKey)) {
-      problems.push((fieldCount(request.rawHeaders, 'idempotency-key') > 1 ? TWO_IDEMPOTENCY_KEYS : BAD_IDEMPOTENCY_KEY).message);
-    }
+    const idempotencyKey = idempotencyKeyOf(request, problems);
     if (problems.length > 0) throw ApiError.invalidFields(problems);
     const pet = body as NewPetBody;
     // The key is scoped to the caller: the API key's id.
     const values =
       idempotencyKey === undefined
         ? { requestId: context.requestId }
-        : { requestId: context.requestId, idempotencyKey: idempotencyKey as string, callerId: context.key!.id };
+        : { requestId: context.requestId, idempotencyKey, callerId: context.key!.id };
     const newPet = { name: pet.name, categoryId: pet.categoryId.toString(), status: toWireStatus(pet.status) };
     const created = await tracedCall(tracer, context.span, 'CreatePet', values, (metadata) =>
       petClient.raw.createPet(newPet, metadata, cancellable(context)),
     );
     const answer = petResponseToJson(created.bytes);
     response.setHeader('Location', `/v1/pets/${answer.id}`);
+    if (answer.etag !== '') response.setHeader('ETag', answer.etag);
     if (created.replayed) response.setHeader('Idempotent-Replayed', 'true');
     sendJson(response, 201, answer.body);
   };
 
-  const getPet = async (response: ServerResponse, context: RequestContext, petId: string): Promise<void> => {
+  const getPet = async (request: IncomingMessage, response: ServerResponse, context: RequestContext, petId: string): Promise<void> => {
     markDeprecated(response, now());
-    if (!isPositiveInt64(petId)) throw LEADING_ZERO.test(petId) ? PET_ID_LEADING_ZERO : NOT_A_PET_ID;
+    const problems = petIdProblems(petId);
+    const ifMatch = conditionHeader(request, 'if-match', 'If-Match', problems);
+    const ifNoneMatch = conditionHeader(request, 'if-none-match', 'If-None-Match', problems);
+    if (problems.length > 0) throw ApiError.invalidFields(problems);
     const bytes = await tracedCall(tracer, context.span, 'GetPet', { requestId: context.requestId }, (metadata) =>
       petClient.raw.getPet({ id: petId }, metadata, cancellable(context)),
     );
-    sendJson(response, 200, petResponseToJson(bytes).body);
+    const answer = petResponseToJson(bytes);
+    if (answer.etag !== '') response.setHeader('ETag', answer.etag);
+    // RFC 9110 section 13.2.2: If-Match first (strong comparison), then If-None-Match (weak).
+    if (ifMatch !== undefined && !strongMatch(ifMatch, answer.etag)) throw preconditionFailed(answer.etag);
+    if (ifNoneMatch !== undefined && weaklyMatches(ifNoneMatch, answer.etag)) {
+      response.statusCode = 304;
+      response.end();
+      return;
+    }
+    sendJson(response, 200, answer.body);
+  };
+
+  const updatePet = async (request: IncomingMessage, response: ServerResponse, context: RequestContext, petId: string): Promise<void> => {
+    const body = await readJsonBody(request, response, MERGE_PATCH);
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) throw NOT_AN_OBJECT;
+    // Every invalid field at once: the path's, the body's, then the headers'.
+    const problems = petIdProblems(petId);
+    problems.push(...patchProblems(body as Record<string, unknown>));
+    const idempotencyKey = idempotencyKeyOf(request, problems);
+    const ifMatch = conditionHeader(request, 'if-match', 'If-Match', problems);
+    if (request.headers['if-none-match'] !== undefined) problems.push(NO_IF_NONE_MATCH.message);
+    if (problems.length > 0) throw ApiError.invalidFields(problems);
+    const patch = body as PetPatchBody;
+    const fields = PATCH_FIELDS.filter((field) => patch[field] !== undefined);
+    const change = {
+      pet: {
+        id: petId,
+        name: patch.name ?? '',
+        categoryId: patch.categoryId?.toString() ?? '0',
+        status: toWireStatus(patch.status),
+        etag: '',
+      },
+      updateMask: fields.map((field) => (field === 'categoryId' ? 'category_id' : field)),
+      etag: ifMatch ?? '',
+    };
+    const values =
+      idempotencyKey === undefined
+        ? { requestId: context.requestId }
+        : { requestId: context.requestId, idempotencyKey, callerId: context.key!.id };
+    const updated = await tracedCall(tracer, context.span, 'UpdatePet', values, (metadata) =>
+      petClient.raw.updatePet(change, metadata, cancellable(context)),
+    );
+    const answer = petResponseToJson(updated.bytes);
+    if (answer.etag !== '') response.setHeader('ETag', answer.etag);
+    if (updated.replayed) response.setHeader('Idempotent-Replayed', 'true');
+    sendJson(response, 200, answer.body);
+  };
+
+  const deletePet = async (request: IncomingMessage, response: ServerResponse, context: RequestContext, petId: string): Promise<void> => {
+    const problems = petIdProblems(petId);
+    const ifMatch = conditionHeader(request, 'if-match', 'If-Match', problems);
+    if (request.headers['if-none-match'] !== undefined) problems.push(NO_IF_NONE_MATCH.message);
+    if (problems.length > 0) throw ApiError.invalidFields(problems);
+    await tracedCall(tracer, context.span, 'DeletePet', { requestId: context.requestId }, (metadata) =>
+      petClient.deletePet({ id: petId, etag: ifMatch ?? '' }, metadata, cancellable(context)),
+    );
+    response.statusCode = 204;
+    response.end();
   };
 
   const serve: ServedRoutes['serve'] = (request, response, context, path) => {
@@ -154,13 +237,82 @@ export function createPetsRoutes({ petClient, now, onInternalError, onShed, trac
       // Decoded before anything else, as express's router does while matching.
       const petId = decodeParameter(match[1]!);
       if (petId === undefined) served = Promise.reject(UNDECODABLE_PET_ID);
-      else if (method === 'GET' || method === 'HEAD') served = getPet(response, context, petId);
+      else if (method === 'GET' || method === 'HEAD') served = getPet(request, response, context, petId);
+      else if (method === 'PATCH') served = updatePet(request, response, context, petId);
+      else if (method === 'DELETE') served = deletePet(request, response, context, petId);
       else served = Promise.reject(PET_METHODS);
     }
     served.catch((error: unknown) => fail(request, response, context, error));
     return true;
   };
   return { serve, routeOf };
+}
+
+/** What is wrong with `petId`, as a 400 names it; empty when it is a positive int64. */
+function petIdProblems(petId: string): string[] {
+  if (isPositiveInt64(petId)) return [];
+  return [(LEADING_ZERO.test(petId) ? PET_ID_LEADING_ZERO : NOT_A_PET_ID).message];
+}
+
+/**
+ * The request's `Idempotency-Key`, or undefined when it has none; a bad one adds its problem.
+ * Node joins repeated fields with ", ", which the pattern would refuse as a bad value.
+ */
+function idempotencyKeyOf(request: IncomingMessage, problems: string[]): string | undefined {
+  const key = request.headers['idempotency-key'];
+  if (key === undefined) return undefined;
+  if (validateIdempotencyKey(key)) return key as string;
+  problems.push((fieldCount(request.rawHeaders, 'idempotency-key') > 1 ? TWO_IDEMPOTENCY_KEYS : BAD_IDEMPOTENCY_KEY).message);
+  return undefined;
+}
+
+/**
+ * An `If-Match` or `If-None-Match` field (`*`, or a list of entity tags; Node joins repeated
+ * fields into one list, as RFC 9110 section 5.3 reads them), or undefined when absent; a malformed
+ * one adds its problem.
+ */
+function conditionHeader(request: IncomingMessage, name: 'if-match' | 'if-none-match', label: string, problems: string[]): string | undefined {
+  const value = request.headers[name];
+  if (value === undefined) return undefined;
+  if (parseEtagCondition(value) !== undefined) return value.trim();
+  problems.push(`${label}: ${ETAG_CONDITION_PROBLEM}`);
+  return undefined;
+}
+
+/** Whether `condition` (a valid If-Match) holds for a pet whose etag is `etag`: strong comparison. */
+function strongMatch(condition: string, etag: string): boolean {
+  const parsed = parseEtagCondition(condition)!;
+  if (parsed.any) return true;
+  const version = versionOfEtag(etag);
+  return version !== undefined && parsed.versions.includes(version);
+}
+
+function preconditionFailed(etag: string): ApiError {
+  return new ApiError(412, 'precondition_failed', `If-Match: does not match the pet's current ETag, ${etag}`, { ETag: etag });
+}
+
+/**
+ * What is wrong with a merge patch of a pet: a `null` (which would remove a field every pet has)
+ * named as such, the rest as the PetPatch schema says (the read-only `id` named as read-only), in
+ * the schema's order; an empty patch is one problem.
+ */
+function patchProblems(body: Record<string, unknown>): string[] {
+  const keys = Object.keys(body);
+  if (keys.length === 0) return [EMPTY_PATCH.message];
+  const problems = new Map<string, string>();
+  const rest: Record<string, unknown> = {};
+  for (const key of keys) {
+    if (body[key] === null && (PATCH_FIELDS as readonly string[]).includes(key)) problems.set(key, `${key}: cannot be removed: a pet always has one`);
+    else rest[key] = body[key];
+  }
+  if (Object.keys(rest).length > 0 && !validatePetPatch(rest)) {
+    for (const problem of describeErrors(validatePetPatch.errors, 'body')) {
+      const field = problem.slice(0, problem.indexOf(': '));
+      problems.set(field, field === 'id' ? 'id: is read-only: the path names the pet' : problem);
+    }
+  }
+  const named = [...PATCH_FIELDS].flatMap((field) => problems.get(field) ?? []);
+  return [...named, ...[...problems].filter(([field]) => !(PATCH_FIELDS as readonly string[]).includes(field)).map(([, problem]) => problem)];
 }
 
 /**

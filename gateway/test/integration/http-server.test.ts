@@ -62,3 +62,39 @@ describe('listen: a refusal behind a request in flight', () => {
     });
   }
 });
+
+/**
+ * Issue 45: a shutdown that begins in the loop turn in which a request's bytes have arrived, before
+ * they are read (a signal handled first, or a sweep's timer), must answer that request, not reset
+ * its connection as idle: Node counts a connection whose request it has not read yet as idle.
+ */
+describe('closeGracefully: a request that arrived before the shutdown began', () => {
+  for (const accepted of [true, false]) {
+    it(`is answered, and its connection then closed, even when the server had not read it yet (connection ${accepted ? 'accepted' : 'not accepted yet'})`, async () => {
+      const listening = await listen((request, response) => {
+        request.resume();
+        request.on('end', () => response.end('answered'));
+      }, '127.0.0.1', 0);
+      const socket = connect(listening.port, '127.0.0.1');
+      let received = '';
+      socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+      const errors: string[] = [];
+      socket.on('error', (error: NodeJS.ErrnoException) => errors.push(error.code ?? error.message));
+      const closed = once(socket, 'close');
+      await Promise.all([once(socket, 'connect'), ...(accepted ? [once(listening.server, 'connection')] : [])]);
+      socket.write('POST /pets HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nabcd');
+      // The shutdown begins in the next turn's timers phase, before its poll phase accepts the
+      // connection or reads the bytes (the spin makes the timer due by then, as a busy process's
+      // signal is).
+      const drained = new Promise<void>((resolve, reject) => setTimeout(() => closeGracefully(listening.server).then(resolve, reject), 0));
+      const spinUntil = Date.now() + 5;
+      while (Date.now() < spinUntil) {
+        // A busy event loop.
+      }
+      await closed;
+      await drained;
+      expect(errors, 'the connection was reset').to.deep.equal([]);
+      expect(received).to.match(/^HTTP\/1\.1 200 OK\r\n[\s\S]*\r\n\r\nanswered$/);
+    });
+  }
+});

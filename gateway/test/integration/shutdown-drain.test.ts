@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { expect } from 'chai';
+import { holdHttpRequest } from '../../../system-test/support/commands';
 import { freePort } from '../../../system-test/support/redis-server';
 import { type ServiceProcess, startService } from '../../../system-test/support/service-process';
 
@@ -95,5 +96,20 @@ describe('gateway drain delay on SIGTERM', function () {
     } finally {
       idle.destroy();
     }
+  });
+
+  // Issue 45: the header was decided as a request arrived, so one already in flight when the
+  // signal came was answered with `Connection: keep-alive` and then closed under the client.
+  it('answers a request that was in flight when the signal came with Connection: close, then closes its connection', async () => {
+    gateway = await startService('gateway', { HOST: '127.0.0.1', SHUTDOWN_DELAY_MS: '3000', PET_SERVICE_ADDR: `127.0.0.1:${await freePort()}` });
+    const request = await holdHttpRequest(gateway.port);
+    const exited = gateway.stop('SIGTERM');
+    await gateway.waitForLog((line) => line.msg === 'shutting down');
+    const head = await request.finish();
+    // No pet service: the gateway's own 503, its connection closed once written.
+    expect(head).to.match(/^HTTP\/1\.1 503 Service Unavailable\r\n/);
+    expect(head.toLowerCase()).to.match(/\r\nconnection: close(\r\n|$)/);
+    expect(head.toLowerCase()).to.not.include('keep-alive');
+    expect(await exited).to.equal(0);
   });
 });

@@ -6,10 +6,12 @@
 import {
   CreatePetRequest,
   type DecodableMessage,
+  DeletePetRequest,
   GetPetRequest,
   ListPetsRequest,
   PetServiceService,
   strictUtf8Decoder,
+  UpdatePetRequest,
 } from '@petstore/proto';
 import { serializeListPetsResponse } from './list-pets-serializer';
 import { tolerantDeserialize } from './undecodable-request';
@@ -19,6 +21,8 @@ const REQUEST_TYPES: { readonly [Method in keyof typeof PetServiceService]: Deco
   listPets: ListPetsRequest,
   createPet: CreatePetRequest,
   getPet: GetPetRequest,
+  updatePet: UpdatePetRequest,
+  deletePet: DeletePetRequest,
 };
 
 /** The definition to pass to `Server.addService` with the pet service's handlers. */

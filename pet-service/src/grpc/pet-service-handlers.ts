@@ -1,12 +1,12 @@
-/** The three PetService RPCs: validation, then one repository call each. */
+/** The PetService RPCs: validation, then one repository call each. */
 import { Metadata, status as Status } from '@grpc/grpc-js';
 import { IDEMPOTENT_REPLAYED_METADATA, type PetServiceServer } from '@petstore/proto';
 import type { PageTokenCodec } from '../pets/page-token';
 import type { InstrumentedRepository } from '../store/instrumented-repository';
 import type { ConcurrencyLimiter, LimitedCaller } from '../store/concurrency-limiter';
-import { idempotencyClaim, idempotencyKeyOf } from '../pets/idempotency';
+import { changeIdempotencyClaim, idempotencyClaim, idempotencyKeyOf } from '../pets/idempotency';
 import { PetServiceError } from '../pets/pet-service-error';
-import { validateCreate, validateGet, validateList } from '../pets/pet-validation';
+import { validateCreate, validateDelete, validateGet, validateList, validateUpdate } from '../pets/pet-validation';
 import { StoredPetsPage, toWire } from './list-pets-serializer';
 import { createUnaryCall, type UnaryCallDependencies } from './unary-call';
 
@@ -15,7 +15,7 @@ export interface HandlerDependencies extends UnaryCallDependencies {
   readonly repository: InstrumentedRepository;
   /** Every read (ListPets, GetPet) passes it; a full queue answers RESOURCE_EXHAUSTED. */
   readonly reads: ConcurrencyLimiter;
-  /** Every create passes it; a full queue answers RESOURCE_EXHAUSTED. */
+  /** Every create, change and delete passes it; a full queue answers RESOURCE_EXHAUSTED. */
   readonly writes: ConcurrencyLimiter;
   readonly pageTokens: PageTokenCodec;
 }
@@ -58,8 +58,24 @@ export function createPetServiceHandlers({
     getPet: unary('GetPet', async (request, call, span) => {
       const id = validateGet(request);
       const record = await reads.run(() => whileLive(call, (signal) => repository.get(id, signal, span)), call);
-      if (record === undefined) throw new PetServiceError(Status.NOT_FOUND, `pet ${id} not found`);
+      if (record === undefined) throw PetServiceError.notFound(id);
       return { pet: toWire(record) };
+    }),
+    updatePet: unary('UpdatePet', async (request, call, span) => {
+      // Every invalid field at once: the request's, then its idempotency metadata's.
+      const [update, key] = PetServiceError.allValid(
+        () => validateUpdate(request),
+        () => idempotencyKeyOf(call.metadata),
+      );
+      const claim = key === undefined ? undefined : changeIdempotencyClaim(key, update, request.etag);
+      const updated = await writes.run(() => repository.update(update.id, update.change, update.versions, claim, span), call);
+      if (updated.replayed) call.sendMetadata(replayedMetadata());
+      return { pet: toWire(updated.pet) };
+    }),
+    deletePet: unary('DeletePet', async (request, call, span) => {
+      const { id, versions } = validateDelete(request);
+      await writes.run(() => repository.delete(id, versions, span), call);
+      return {};
     }),
   };
 }

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Metadata } from '@grpc/grpc-js';
 import { CALLER_ID_METADATA, IDEMPOTENCY_KEY_METADATA, IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_KEY_PROBLEM, ONE_VALUE_PROBLEM } from '@petstore/proto';
 import type { NewPetRecord } from './pet-record';
+import type { ValidUpdate } from './pet-validation';
 import { PetServiceError } from './pet-service-error';
 
 /** How long a create's idempotency key is remembered. */
@@ -60,4 +61,18 @@ export function idempotencyClaim(key: string, pet: NewPetRecord): IdempotencyCla
     .update(JSON.stringify([pet.name, pet.categoryId.toString(), pet.status]))
     .digest('hex');
   return { key, fingerprint };
+}
+
+/**
+ * The idempotency claim of a change of the pet `update.id` under the caller-scoped `key`. Keys of
+ * changes are scoped to the pet too, so one key sent to two pets makes two changes, and never meet
+ * a create's (a space more: `pet:<id> <caller> <key>`). The fingerprint covers what the change asks:
+ * the fields, their validated values and the etag condition.
+ */
+export function changeIdempotencyClaim(key: string, update: ValidUpdate, etag: string): IdempotencyClaim {
+  const { change } = update;
+  const fingerprint = createHash('sha256')
+    .update(JSON.stringify([update.fields, change.name ?? null, change.categoryId?.toString() ?? null, change.status ?? null, etag]))
+    .digest('hex');
+  return { key: `pet:${update.id} ${key}`, fingerprint };
 }

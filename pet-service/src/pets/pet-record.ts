@@ -7,7 +7,19 @@ export interface PetRecord {
   readonly name: string;
   readonly categoryId: bigint;
   readonly status: StoredStatus;
+  /**
+   * Raised by one with every change; a pet stored without one (before versions existed) is 0, as
+   * is every new pet. Its etag is `etagOf(version)`.
+   */
+  readonly version: number;
 }
 
 /** A validated pet that has no id yet. */
-export type NewPetRecord = Omit<PetRecord, 'id'>;
+export type NewPetRecord = Omit<PetRecord, 'id' | 'version'>;
+
+/** The fields a change sets, validated; those left out keep their values. */
+export interface PetChange {
+  readonly name?: string;
+  readonly categoryId?: bigint;
+  readonly status?: StoredStatus;
+}

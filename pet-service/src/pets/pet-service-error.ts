@@ -1,5 +1,15 @@
 import { Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
-import { type FieldViolation, fieldViolationMetadata, fieldViolationsMessage, IDEMPOTENCY_KEY_METADATA, RETRY_PUSHBACK_METADATA } from '@petstore/proto';
+import {
+  etagMismatchMetadata,
+  type FieldViolation,
+  fieldViolationMetadata,
+  fieldViolationsMessage,
+  IDEMPOTENCY_KEY_METADATA,
+  type RefusedTransition,
+  RETRY_PUSHBACK_METADATA,
+  transitionFailureMetadata,
+  transitionProblem,
+} from '@petstore/proto';
 
 /**
  * The pet service's one error type: a gRPC status code and a message safe to show callers.
@@ -13,6 +23,8 @@ export class PetServiceError extends Error {
     readonly violations: readonly FieldViolation[] = [],
     /** Sent as the call's retry pushback (`grpc-retry-pushback-ms`); -1 tells clients not to retry. */
     readonly retryPushbackMs?: number,
+    /** A refused change's details: the transition refused, or the pet's current etag. */
+    readonly refusal?: { readonly transition: RefusedTransition } | { readonly currentEtag: string },
   ) {
     super(message);
     this.name = 'PetServiceError';
@@ -73,11 +85,40 @@ export class PetServiceError extends Error {
     return PetServiceError.ofField(Status.ALREADY_EXISTS, IDEMPOTENCY_KEY_METADATA, 'already used with a different request');
   }
 
+  /** NOT_FOUND for the pet `id`: never stored, or deleted. */
+  static notFound(id: bigint): PetServiceError {
+    return new PetServiceError(Status.NOT_FOUND, `pet ${id} not found`);
+  }
+
+  /**
+   * FAILED_PRECONDITION: a change of status the table refuses (proto/contract.ts), named in the
+   * message (`status: cannot change from sold to available; sold is final`) and, for callers, in a
+   * google.rpc.PreconditionFailure. No retry helps until the pet's status changes.
+   */
+  static invalidTransition(transition: RefusedTransition): PetServiceError {
+    return new PetServiceError(Status.FAILED_PRECONDITION, `status: ${transitionProblem(transition.from, transition.to)}`, [], undefined, { transition });
+  }
+
+  /**
+   * ABORTED (AIP-154): the pet is no longer the one the caller's etag names. The current etag
+   * travels in a google.rpc.ErrorInfo, so a caller can read the pet again and redo its change.
+   */
+  static etagMismatch(currentEtag: string): PetServiceError {
+    return new PetServiceError(Status.ABORTED, `etag: the pet has changed; its etag is now ${currentEtag}`, [], undefined, { currentEtag });
+  }
+
   /** Normalises anything thrown into the error a gRPC callback takes, details in its trailers. */
   static toServiceError(error: unknown): Partial<ServiceError> {
     const known = error instanceof PetServiceError ? error : new PetServiceError(Status.INTERNAL, 'internal error');
+    const { refusal } = known;
     const metadata =
-      known.violations.length === 0 ? new Metadata() : fieldViolationMetadata(known.code, known.message, known.violations);
+      known.violations.length > 0
+        ? fieldViolationMetadata(known.code, known.message, known.violations)
+        : refusal === undefined
+          ? new Metadata()
+          : 'transition' in refusal
+            ? transitionFailureMetadata(known.code, known.message, refusal.transition)
+            : etagMismatchMetadata(known.code, known.message, refusal.currentEtag);
     if (known.retryPushbackMs !== undefined) metadata.set(RETRY_PUSHBACK_METADATA, String(known.retryPushbackMs));
     return { code: known.code, details: known.message, message: known.message, metadata };
   }

@@ -1,6 +1,8 @@
 import {
   type CreatePetRequest,
   DEFAULT_PAGE_SIZE,
+  type DeletePetRequest,
+  ETAG_CONDITION_PROBLEM,
   type GetPetRequest,
   isPositiveInt64,
   type ListPetsRequest,
@@ -10,8 +12,11 @@ import {
   NAME_MIN_CHARACTERS,
   NAME_PATTERN,
   NAME_PATTERN_PROBLEM,
+  parseEtagCondition,
+  type UpdatePetRequest,
 } from '@petstore/proto';
-import type { NewPetRecord, StoredStatus } from './pet-record';
+import type { NewPetRecord, PetChange, StoredStatus } from './pet-record';
+import type { VersionCondition } from '../store/pet-repository';
 import { PetServiceError } from './pet-service-error';
 import { toStoredStatus } from './pet-status';
 
@@ -30,11 +35,98 @@ export function validateCreate(request: CreatePetRequest): NewPetRecord {
   return { name, categoryId, status };
 }
 
-function validName(name: string): string {
+/** An UpdatePet or DeletePet, validated: the pet, and the versions its etag allows (undefined: any). */
+export interface ValidTarget {
+  readonly id: bigint;
+  readonly versions: VersionCondition;
+}
+
+export interface ValidUpdate extends ValidTarget {
+  readonly change: PetChange;
+  /** The mask's fields, in the message's order: what an idempotency key's fingerprint covers. */
+  readonly fields: readonly UpdatableField[];
+}
+
+/** The fields of a Pet an update may name in its mask, in the message's order. */
+const UPDATABLE = ['name', 'category_id', 'status'] as const;
+type UpdatableField = (typeof UPDATABLE)[number];
+/** Pet fields the service sets alone: a mask naming one is refused, not ignored, so a caller's mistake shows. */
+const NOT_UPDATABLE: Readonly<Record<string, string>> = {
+  id: 'id cannot be changed: it names the pet',
+  etag: 'etag is output only: send the etag you saw as the request\'s etag',
+};
+
+/**
+ * An UpdatePet (AIP-134): the pet's id, the mask's fields with their new values (each checked as
+ * CreatePet checks it), and the etag condition. An absent or empty mask stands for the fields of
+ * `pet` that are set; a mask of `*` for all three. Every invalid field at once, `pet.<field>`
+ * named by its path in the request.
+ */
+export function validateUpdate(request: UpdatePetRequest): ValidUpdate {
+  const pet = request.pet;
+  const [id, fields, versions] = PetServiceError.allValid(
+    () => (pet === undefined ? invalid('pet', 'is required: it names the pet and holds the new values') : positiveInt64('pet.id', pet.id)),
+    () => maskFields(request),
+    () => versionsOf(request.etag),
+  );
+  const change: { name?: string; categoryId?: bigint; status?: StoredStatus } = {};
+  PetServiceError.allValid(
+    ...fields.map((field) => () => {
+      if (field === 'name') change.name = validName(pet!.name, 'pet.name');
+      else if (field === 'category_id') change.categoryId = positiveInt64('pet.category_id', pet!.categoryId);
+      else if (pet!.status === 0) invalid('pet.status', 'must be set: PET_STATUS_AVAILABLE, PET_STATUS_PENDING or PET_STATUS_SOLD');
+      else change.status = storedStatus(pet!.status, 'pet.status');
+    }),
+  );
+  return { id, versions, change, fields };
+}
+
+/** A DeletePet (AIP-135): the pet's id and the etag condition. */
+export function validateDelete(request: DeletePetRequest): ValidTarget {
+  const [id, versions] = PetServiceError.allValid(
+    () => positiveInt64('id', request.id),
+    () => versionsOf(request.etag),
+  );
+  return { id, versions };
+}
+
+function maskFields(request: UpdatePetRequest): UpdatableField[] {
+  const paths = request.updateMask ?? [];
+  if (paths.length === 0) {
+    // AIP-134: no mask is the fields the request sets.
+    const pet = request.pet;
+    const set = UPDATABLE.filter((field) =>
+      pet === undefined ? false : field === 'name' ? pet.name !== '' : field === 'category_id' ? pet.categoryId !== '0' : pet.status !== 0,
+    );
+    if (set.length === 0 && pet !== undefined) invalid('update_mask', 'names no field, and pet sets none: nothing to change');
+    return set;
+  }
+  const fields = new Set<UpdatableField>();
+  for (const path of paths) {
+    if (path === '*') UPDATABLE.forEach((field) => fields.add(field));
+    else if ((UPDATABLE as readonly string[]).includes(path)) fields.add(path as UpdatableField);
+    else invalid('update_mask', NOT_UPDATABLE[path] ?? `${JSON.stringify(path)} is not a field of Pet that can be changed (name, category_id, status, or *)`);
+  }
+  return UPDATABLE.filter((field) => fields.has(field));
+}
+
+/** The versions an etag condition allows; undefined when it allows any (none, or `*`). */
+function versionsOf(etag: string): VersionCondition {
+  if (etag === '') return undefined;
+  const condition = parseEtagCondition(etag);
+  if (condition === undefined) invalid('etag', ETAG_CONDITION_PROBLEM);
+  return condition!.any ? undefined : condition!.versions;
+}
+
+function invalid(field: string, problem: string): never {
+  throw PetServiceError.invalidArgument(field, problem);
+}
+
+function validName(name: string, field = 'name'): string {
   // Characters are code points, as JSON Schema counts them, not UTF-16 units.
   const length = [...name].length;
-  if (length < NAME_MIN_CHARACTERS || length > NAME_MAX_CHARACTERS) throw PetServiceError.invalidArgument('name', NAME_LENGTH_PROBLEM);
-  if (!NAME_PATTERN.test(name)) throw PetServiceError.invalidArgument('name', NAME_PATTERN_PROBLEM);
+  if (length < NAME_MIN_CHARACTERS || length > NAME_MAX_CHARACTERS) throw PetServiceError.invalidArgument(field, NAME_LENGTH_PROBLEM);
+  if (!NAME_PATTERN.test(name)) throw PetServiceError.invalidArgument(field, NAME_PATTERN_PROBLEM);
   return name;
 }
 
@@ -60,9 +152,9 @@ export function validateList(request: ListPetsRequest): ValidListRequest {
   return { pageSize, status };
 }
 
-function storedStatus(status: number): StoredStatus {
+function storedStatus(status: number, field = 'status'): StoredStatus {
   const stored = toStoredStatus(status);
-  if (stored === undefined) throw PetServiceError.invalidArgument('status', `unknown value ${status}`);
+  if (stored === undefined) throw PetServiceError.invalidArgument(field, `unknown value ${status}`);
   return stored;
 }
 

@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { status as Status } from '@grpc/grpc-js';
 import type { IdempotencyClaim } from '../pets/idempotency';
-import type { NewPetRecord, PetRecord } from '../pets/pet-record';
+import type { NewPetRecord, PetChange, PetRecord } from '../pets/pet-record';
 import { PetServiceError } from '../pets/pet-service-error';
-import type { CreateResult, ListQuery, PetRepository } from './pet-repository';
+import type { CreateResult, ListQuery, PetRepository, UpdateResult, VersionCondition } from './pet-repository';
 
 /** Settings of {@link DeferredRepository}. */
 export interface DeferredRepositoryOptions {
@@ -81,6 +81,14 @@ export class DeferredRepository implements PetRepository {
 
   async list(query: ListQuery, signal?: AbortSignal): Promise<PetRecord[]> {
     return this.current().list(query, signal);
+  }
+
+  async update(id: bigint, change: PetChange, versions: VersionCondition, idempotency?: IdempotencyClaim): Promise<UpdateResult> {
+    return this.current().update(id, change, versions, idempotency);
+  }
+
+  async delete(id: bigint, versions: VersionCondition): Promise<void> {
+    return this.current().delete(id, versions);
   }
 
   async ping(): Promise<void> {

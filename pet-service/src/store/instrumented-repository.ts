@@ -11,10 +11,10 @@ import { NON_RECORDING_TRACER, startChildSpan } from '@petstore/runtime';
 import type { PetServiceMetrics } from '../observability/metrics';
 import { PetServiceError } from '../pets/pet-service-error';
 import type { IdempotencyClaim } from '../pets/idempotency';
-import type { NewPetRecord, PetRecord } from '../pets/pet-record';
-import type { CreateResult, ListQuery, PetRepository } from './pet-repository';
+import type { NewPetRecord, PetChange, PetRecord } from '../pets/pet-record';
+import type { CreateResult, ListQuery, PetRepository, UpdateResult, VersionCondition } from './pet-repository';
 
-type Operation = 'create' | 'get' | 'list' | 'ping';
+type Operation = 'create' | 'get' | 'list' | 'update' | 'delete' | 'ping';
 
 type Outcome = 'ok' | 'error' | 'cancelled';
 const labelsOf = (operation: Operation): Record<Outcome, { operation: Operation; outcome: Outcome }> => ({
@@ -23,7 +23,21 @@ const labelsOf = (operation: Operation): Record<Outcome, { operation: Operation;
   cancelled: { operation, outcome: 'cancelled' },
 });
 /** Made once: every operation would otherwise allocate its label objects. */
-const LABELS = { create: labelsOf('create'), get: labelsOf('get'), list: labelsOf('list'), ping: labelsOf('ping') };
+const LABELS = {
+  create: labelsOf('create'),
+  get: labelsOf('get'),
+  list: labelsOf('list'),
+  update: labelsOf('update'),
+  delete: labelsOf('delete'),
+  ping: labelsOf('ping'),
+};
+
+/**
+ * What a store answers about the pets rather than about itself: an operation refused for one of
+ * these went as it should, and is counted `ok` (a change refused for its etag or its transition,
+ * a pet not found, an idempotency key taken).
+ */
+const REFUSALS = new Set([Status.NOT_FOUND, Status.ABORTED, Status.FAILED_PRECONDITION, Status.ALREADY_EXISTS]);
 
 /** The store behind a repository, as database spans name it. */
 export interface StoreDescription {
@@ -34,13 +48,15 @@ export interface StoreDescription {
 }
 
 /** Each operation's `db.operation.name` on the `pets` collection, which every one reads or writes. */
-const DB_OPERATIONS: Record<Operation, string> = { create: 'insert', get: 'find', list: 'find', ping: 'ping' };
+const DB_OPERATIONS: Record<Operation, string> = { create: 'insert', get: 'find', list: 'find', update: 'findAndModify', delete: 'delete', ping: 'ping' };
 const PETS_COLLECTION = 'pets';
 /** Each operation's span name, `{db.operation.name} {db.collection.name}`; made once. */
 const SPAN_NAMES: Record<Operation, string> = {
   create: `${DB_OPERATIONS.create} ${PETS_COLLECTION}`,
   get: `${DB_OPERATIONS.get} ${PETS_COLLECTION}`,
   list: `${DB_OPERATIONS.list} ${PETS_COLLECTION}`,
+  update: `${DB_OPERATIONS.update} ${PETS_COLLECTION}`,
+  delete: `${DB_OPERATIONS.delete} ${PETS_COLLECTION}`,
   ping: `${DB_OPERATIONS.ping} ${PETS_COLLECTION}`,
 };
 
@@ -68,7 +84,14 @@ export class InstrumentedRepository implements PetRepository {
       [ATTR_DB_COLLECTION_NAME]: PETS_COLLECTION,
       [ATTR_DB_OPERATION_NAME]: DB_OPERATIONS[operation],
     });
-    this.spanAttributes = { create: attributesOf('create'), get: attributesOf('get'), list: attributesOf('list'), ping: attributesOf('ping') };
+    this.spanAttributes = {
+      create: attributesOf('create'),
+      get: attributesOf('get'),
+      list: attributesOf('list'),
+      update: attributesOf('update'),
+      delete: attributesOf('delete'),
+      ping: attributesOf('ping'),
+    };
   }
 
   create(pet: NewPetRecord, idempotency?: IdempotencyClaim, parent?: Span): Promise<CreateResult> {
@@ -81,6 +104,14 @@ export class InstrumentedRepository implements PetRepository {
 
   list(query: ListQuery, signal?: AbortSignal, parent?: Span): Promise<PetRecord[]> {
     return this.observe('list', () => this.inner.list(query, signal), parent, signal);
+  }
+
+  update(id: bigint, change: PetChange, versions: VersionCondition, idempotency?: IdempotencyClaim, parent?: Span): Promise<UpdateResult> {
+    return this.observe('update', () => this.inner.update(id, change, versions, idempotency), parent);
+  }
+
+  delete(id: bigint, versions: VersionCondition, parent?: Span): Promise<void> {
+    return this.observe('delete', () => this.inner.delete(id, versions), parent);
   }
 
   ping(): Promise<void> {
@@ -113,6 +144,7 @@ export class InstrumentedRepository implements PetRepository {
       return result;
     } catch (error) {
       if (signal?.aborted === true) outcome = 'cancelled';
+      else if (error instanceof PetServiceError && REFUSALS.has(error.code)) outcome = 'ok';
       if (span !== undefined) {
         span.setAttribute(ATTR_ERROR_TYPE, error instanceof PetServiceError ? Status[error.code] ?? 'UNKNOWN' : (error as Error)?.name ?? 'Error');
         span.setStatus({ code: SpanStatusCode.ERROR });

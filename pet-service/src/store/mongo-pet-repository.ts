@@ -3,9 +3,12 @@ import { status as Status } from '@grpc/grpc-js';
 import { ConfigError, StartupError, withinDeadline } from '@petstore/runtime';
 import { type Collection, type CommandStartedEvent, MongoClient, MongoError, MongoServerError, ReadPreference, type ReadPreferenceMode } from 'mongodb';
 import { IDEMPOTENCY_WINDOW_MS, type IdempotencyClaim } from '../pets/idempotency';
-import type { NewPetRecord, PetRecord, StoredStatus } from '../pets/pet-record';
-import type { CreateResult, ListQuery, PetRepository } from './pet-repository';
+import { statusesLeadingTo } from '@petstore/proto';
+import type { NewPetRecord, PetChange, PetRecord, StoredStatus } from '../pets/pet-record';
+import type { CreateResult, ListQuery, PetRepository, UpdateResult, VersionCondition } from './pet-repository';
 import { PetServiceError } from '../pets/pet-service-error';
+import { applyChange, checkVersion } from '../pets/pet-change';
+import { KeyedQueue } from './keyed-queue';
 import { createIdAllocator, type IdAllocator } from './id-blocks';
 import { createMongoIdBlocks, type IdBlockDocument, type LegacyCounterDocument } from './mongo-id-blocks';
 import { isConnectionFailure, isCredentialRefusal, isDuplicateKey, isFailover, toStoreError } from './mongo-error-classification';
@@ -37,14 +40,25 @@ interface PetDocument {
   status: StoredStatus;
   /** Set on pets made by an idempotent create, so a retry can tell its pet from another's. */
   idempotencyKey?: string;
+  /** Raised by every change; absent on pets never changed (and on those stored before versions): 0. */
+  version?: number | bigint;
+  /** The last change made with an idempotency key, written by that change's own write. */
+  lastChange?: { key: string; fingerprint: string };
 }
 
-/** A remembered idempotent create; `_id` is the caller-scoped key, so it is unique. */
+/**
+ * A remembered idempotent create or change; `_id` is the caller-scoped key, so it is unique. A
+ * create's is written before its pet; a change's after its write, with the pet it left.
+ */
 interface IdempotencyDocument {
   _id: string;
   fingerprint: string;
   petId: bigint;
   expiresAt: Date;
+  /** Set on a create's claim when its pet is deleted, so that a replay does not make it again. */
+  deleted?: boolean;
+  /** A change's outcome: the pet as it left it. */
+  changed?: { name: string; categoryId: bigint; status: StoredStatus; version: number };
 }
 
 const NOT_IMPLEMENTED = 238;
@@ -52,6 +66,11 @@ const NOT_IMPLEMENTED = 238;
 const MAX_ID_ATTEMPTS = 1000;
 // A create's attempts after a failover, within its retry budget; backoff doubles from the first.
 const MAX_CREATE_ATTEMPTS = 8;
+/**
+ * Writes of one change without an etag: a write that matched nothing is explained by reading the
+ * pet, and when the pet then allows the change (another change came between), written again.
+ */
+const MAX_CHANGE_ATTEMPTS = 8;
 const FIRST_BACKOFF_MS = 20;
 const DEFAULT_ID_BLOCK_SIZE = 1000;
 const PRIMARY = ReadPreference.primary;
@@ -105,6 +124,12 @@ export class MongoPetRepository implements PetRepository {
     private readonly now: () => number,
     /** False where the server has no TTL indexes: expired keys are then swept by the store. */
     private readonly ttlIndex: boolean,
+    /**
+     * False on FerretDB v1, whose updates and deletes read and then write without holding the
+     * document (FerretDB/FerretDB#3040): a filter is no condition there. Its changes are then
+     * queued per pet in this replica (docs/mongodb.md).
+     */
+    private readonly atomicWrites: boolean,
   ) {
     this.primary = { readPreference: PRIMARY, maxTimeMS };
     client.on('topologyDescriptionChanged', (event) => {
@@ -150,6 +175,7 @@ export class MongoPetRepository implements PetRepository {
         },
       );
       if (!ttlIndex) await creates.createIndex({ expiresAt: 1 }, { name: 'expires_at' });
+      const buildInfo = await db.admin().command({ buildInfo: 1 });
       const ids = createIdAllocator(
         createMongoIdBlocks({
           blocks: db.collection<IdBlockDocument>('id_blocks'),
@@ -167,6 +193,7 @@ export class MongoPetRepository implements PetRepository {
         settings.timeoutMs,
         settings.now ?? Date.now,
         ttlIndex,
+        buildInfo.ferretdbVersion === undefined,
       );
     } catch (error) {
       await client.close().catch(() => undefined);
@@ -212,6 +239,30 @@ export class MongoPetRepository implements PetRepository {
         .toArray();
       return documents.map(fromDocument);
     });
+  }
+
+  async update(id: bigint, change: PetChange, versions: VersionCondition, idempotency?: IdempotencyClaim): Promise<UpdateResult> {
+    return this.run(() => this.serialized(id, () => (idempotency === undefined ? this.change(id, change, versions, undefined) : this.changeOnce(id, change, versions, idempotency))));
+  }
+
+  async delete(id: bigint, versions: VersionCondition): Promise<void> {
+    await this.run(() =>
+      this.serialized(id, async () => {
+        for (let attempt = 1; ; attempt += 1) {
+          const document = await this.pets.findOne({ _id: id }, this.primary);
+          if (document === null) throw PetServiceError.notFound(id);
+          checkVersion(fromDocument(document), versions);
+          // The create's claim first: a replay of that create must answer, not make the pet again.
+          if (document.idempotencyKey !== undefined) {
+            await this.creates.updateOne({ _id: document.idempotencyKey, petId: id }, { $set: { deleted: true } });
+          }
+          const { deletedCount } = await this.pets.deleteOne({ _id: id, ...versionFilter(versions) });
+          if (deletedCount === 1) return;
+          // Gone or changed since the read: the next read says which.
+          if (attempt >= MAX_CHANGE_ATTEMPTS) throw new PetServiceError(Status.ABORTED, 'pet kept changing; try again');
+        }
+      }),
+    );
   }
 
   /**
@@ -364,9 +415,12 @@ export class MongoPetRepository implements PetRepository {
     let claim = initial;
     let look = !fresh;
     for (let attempt = 1; ; attempt += 1) {
+      // A deleted pet's create answers as it first did, and is not made again.
+      if (claim.deleted === true) return { pet: fromDocument(toDocument(claim.petId, pet, undefined)), replayed: true };
       const existing = look ? await this.pets.findOne({ _id: claim.petId }, this.primary) : null;
       look = true;
-      if (existing !== null && existing.idempotencyKey === claim._id) return { pet: fromDocument(existing), replayed: true };
+      // The first outcome: the pet as this create made it, whatever changed it since.
+      if (existing !== null && existing.idempotencyKey === claim._id) return { pet: fromDocument(toDocument(claim.petId, pet, undefined)), replayed: true };
       if (existing === null) {
         const document = toDocument(claim.petId, pet, claim._id);
         try {
@@ -383,6 +437,91 @@ export class MongoPetRepository implements PetRepository {
       await this.creates.updateOne({ _id: claim._id, petId: claim.petId }, { $set: { petId: await this.ids.next() } });
       claim = (await this.creates.findOne({ _id: claim._id }, this.primary)) ?? claim;
     }
+  }
+
+  /** Runs `operation` alone among this replica's changes of the pet `id` where writes are not atomic. */
+  private serialized<T>(id: bigint, operation: () => Promise<T>): Promise<T> {
+    return this.atomicWrites ? operation() : this.changesInFlight.run(id, operation);
+  }
+
+  private readonly changesInFlight = new KeyedQueue<bigint>();
+
+  /**
+   * One change: one conditional write whose filter holds every rule (the pet, one of `versions`,
+   * a status the new one can be reached from, something that differs, and not this key's change
+   * already), raising the version by one. A write that matched nothing is explained by reading the
+   * pet (applyChange's rules, in their order); when the pet then allows the change, another change
+   * came between the two, and without an etag the change is written again to the pet as it is.
+   */
+  private async change(id: bigint, change: PetChange, versions: VersionCondition, key: IdempotencyClaim | undefined): Promise<UpdateResult> {
+    const conditions: Record<string, unknown>[] = [{ _id: id }];
+    if (versions !== undefined) conditions.push(versionFilter(versions));
+    const set: Record<string, unknown> = {};
+    const differs: Record<string, unknown>[] = [];
+    if (change.name !== undefined) {
+      set.name = change.name;
+      differs.push({ name: { $ne: change.name } });
+    }
+    if (change.categoryId !== undefined) {
+      set.categoryId = change.categoryId;
+      differs.push({ categoryId: { $ne: change.categoryId } });
+    }
+    if (change.status !== undefined) {
+      // A change of status always differs: the table leads to no status from itself.
+      set.status = change.status;
+      conditions.push({ status: { $in: statusesLeadingTo(change.status) } });
+    } else {
+      conditions.push({ $or: differs });
+    }
+    if (key !== undefined) {
+      set.lastChange = { key: key.key, fingerprint: key.fingerprint };
+      conditions.push({ 'lastChange.key': { $ne: key.key } });
+    }
+    const filter = { $and: conditions };
+    for (let attempt = 1; ; attempt += 1) {
+      const written = await this.pets.findOneAndUpdate(filter, { $set: set, $inc: { version: 1 } }, { returnDocument: 'after', maxTimeMS: this.maxTimeMS });
+      if (written !== null) return { pet: fromDocument(written), changed: true, replayed: false };
+      const document = await this.pets.findOne({ _id: id }, this.primary);
+      if (document === null) throw PetServiceError.notFound(id);
+      if (key !== undefined && document.lastChange?.key === key.key) {
+        // This key's change was written, by a request whose answer was lost or by one still running.
+        if (document.lastChange.fingerprint !== key.fingerprint) throw PetServiceError.idempotencyConflict();
+        return { pet: fromDocument(document), changed: true, replayed: true };
+      }
+      const pet = fromDocument(document);
+      if (applyChange(pet, change, versions) === undefined) return { pet, changed: false, replayed: false };
+      if (attempt >= MAX_CHANGE_ATTEMPTS) throw new PetServiceError(Status.ABORTED, 'pet kept changing; try again');
+    }
+  }
+
+  /**
+   * A change with an idempotency key: a remembered outcome is answered again (the key with another
+   * change is ALREADY_EXISTS); otherwise the change is made, its write marking the pet with the
+   * key, and its outcome remembered after. A retry whose outcome was not remembered yet (a
+   * concurrent duplicate, or a crash between the two writes) finds the key on the pet instead.
+   */
+  private async changeOnce(id: bigint, change: PetChange, versions: VersionCondition, idempotency: IdempotencyClaim): Promise<UpdateResult> {
+    const now = this.now();
+    this.sweepExpired(now);
+    const earlier = await this.creates.findOne({ _id: idempotency.key, expiresAt: { $gt: new Date(now) } }, this.primary);
+    if (earlier !== null) {
+      if (earlier.fingerprint !== idempotency.fingerprint || earlier.changed === undefined) throw PetServiceError.idempotencyConflict();
+      const { name, categoryId, status, version } = earlier.changed;
+      return { pet: { id, name, categoryId: BigInt(categoryId), status, version: Number(version) }, changed: true, replayed: true };
+    }
+    const result = await this.change(id, change, versions, idempotency);
+    if (!result.changed || result.replayed) return result;
+    const { name, categoryId, status, version } = result.pet;
+    const remembered: IdempotencyDocument = {
+      _id: idempotency.key,
+      fingerprint: idempotency.fingerprint,
+      petId: id,
+      expiresAt: new Date(now + IDEMPOTENCY_WINDOW_MS),
+      changed: { name, categoryId, status, version },
+    };
+    // Remembered by the pet's mark alone until then; an expired key of the same name gives way.
+    await this.claim(remembered, now).catch(() => undefined);
+    return result;
   }
 
   /** Where the server has no TTL index, deletes expired keys at most once a minute. */
@@ -406,7 +545,20 @@ function fromDocument(document: PetDocument): PetRecord {
     name: document.name,
     categoryId: BigInt(document.categoryId),
     status: document.status,
+    version: document.version === undefined ? 0 : Number(document.version),
   };
+}
+
+/**
+ * The filter of a write that may start only from one of `versions`; a pet stored without a
+ * version (never changed, or stored before versions existed) is version 0.
+ */
+function versionFilter(versions: VersionCondition): Record<string, unknown> {
+  if (versions === undefined) return {};
+  const stored = versions.filter((version) => version > 0);
+  if (!versions.includes(0)) return { version: { $in: stored } };
+  if (stored.length === 0) return { version: { $exists: false } };
+  return { $or: [{ version: { $exists: false } }, { version: { $in: stored } }] };
 }
 
 function sameRecord(found: PetDocument | null, sent: PetDocument): boolean {

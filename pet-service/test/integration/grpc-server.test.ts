@@ -75,7 +75,7 @@ describe('pet service over gRPC (real server on port 0)', () => {
 
   it('creates with status defaulting to available, and gets by id', async () => {
     const { pet } = await create('Rex', '9223372036854775807');
-    expect(pet).to.deep.equal({ id: '1', name: 'Rex', categoryId: '9223372036854775807', status: PetStatus.PET_STATUS_AVAILABLE });
+    expect(pet).to.deep.equal({ id: '1', name: 'Rex', categoryId: '9223372036854775807', status: PetStatus.PET_STATUS_AVAILABLE, etag: '"0"' });
     expect((await get('1')).pet).to.deep.equal(pet);
   });
 

@@ -40,8 +40,14 @@ export function apiDescription(): string {
     '`GET /pets` answers a bare JSON array of at most `limit` pets (default ' +
       `${DEFAULT_PAGE_SIZE}, at most ${MAX_PAGE_SIZE}), in ascending id order. When more exist, the response carries ` +
       'a `Link` header with `rel="next"`: follow it, unchanged, for the next page. Its `cursor` is opaque.',
+    '## Changes and concurrency',
+    '`PATCH /pets/{petId}` changes the fields it names (a JSON Merge Patch); `DELETE` removes the pet. `status` changes only ' +
+      'available → pending, pending → available, available or pending → sold; sold is final, and anything else is 409 ' +
+      '`invalid_transition`. Every answer of one pet carries a strong `ETag`; send it back as `If-Match` so that your change ' +
+      'applies only to the pet as you read it (412 `precondition_failed` otherwise, with the current `ETag`). Without it a change ' +
+      'applies to the pet as it is: the last write wins. Lists carry no ETags.',
     '## Deprecation',
-    `\`GET /pets/{petId}\` is deprecated and answers 410 \`gone\` from ${SUNSET_HTTP_DATE}. Until then its responses carry:`,
+    `\`GET /pets/{petId}\` is deprecated and answers 410 \`gone\` from ${SUNSET_HTTP_DATE}; \`PATCH\` and \`DELETE\` on that path are not. Until then its responses carry:`,
     headerList(DEPRECATION_HEADERS),
     '## Errors',
     'Every error is the `Error` body `{code, message, status}` with `Content-Type: application/json`: never HTML, ' +

@@ -5,8 +5,10 @@
  */
 import {
   DEFAULT_PAGE_SIZE,
+  ETAG_CONDITION_PATTERN,
   IDEMPOTENCY_KEY_PATTERN,
   INT64_MAX,
+  MAX_ETAG_CONDITION_LENGTH,
   MAX_PAGE_SIZE,
   NAME_MAX_CHARACTERS,
   NAME_MIN_CHARACTERS,
@@ -35,6 +37,8 @@ export const EXAMPLE_MESSAGES: Readonly<Record<ErrorCode, string>> = {
   not_found: 'pet 42 not found',
   method_not_allowed: 'method not allowed; allowed: GET, HEAD, POST',
   conflict: 'Idempotency-Key: already used with a different request',
+  invalid_transition: 'status: cannot change from sold to available; sold is final',
+  precondition_failed: 'If-Match: does not match the pet\'s current ETag, "3"',
   gone: `this operation was removed at ${SUNSET_HTTP_DATE}; use GET /v1/pets?status=`,
   payload_too_large: 'body: larger than 64 KiB',
   unsupported_media_type: 'body: Content-Type must be application/json',
@@ -48,26 +52,49 @@ export const EXAMPLE_MESSAGES: Readonly<Record<ErrorCode, string>> = {
 /** An example Error body for `code`. */
 export const exampleError = (code: ErrorCode) => ({ code, message: EXAMPLE_MESSAGES[code], status: ERROR_CODE_TABLE[code].statuses[0] });
 
+const NAME = {
+  type: 'string',
+  minLength: NAME_MIN_CHARACTERS,
+  maxLength: NAME_MAX_CHARACTERS,
+  pattern: NAME_PATTERN.source,
+  description: `${NAME_MIN_CHARACTERS} to ${NAME_MAX_CHARACTERS} characters (code points), none of them a control character (U+0000 to U+001F, U+007F to U+009F).`,
+} as const;
+
 export const schemas = {
-  PetStatus: { type: 'string', enum: [...PET_STATUSES], description: 'Availability of a pet.' },
+  PetStatus: {
+    type: 'string',
+    enum: [...PET_STATUSES],
+    description:
+      'Availability of a pet. It changes only as the transition table allows: available to pending (reserved), pending to available ' +
+      '(released), pending or available to sold; sold is final.',
+  },
   NewPet: {
     type: 'object',
     required: ['name', 'categoryId'],
     additionalProperties: false,
     properties: {
-      name: {
-        type: 'string',
-        minLength: NAME_MIN_CHARACTERS,
-        maxLength: NAME_MAX_CHARACTERS,
-        pattern: NAME_PATTERN.source,
-        description: `${NAME_MIN_CHARACTERS} to ${NAME_MAX_CHARACTERS} characters (code points), none of them a control character (U+0000 to U+001F, U+007F to U+009F).`,
-      },
+      name: NAME,
       categoryId: int64(
         'Positive int64, emitted as a plain JSON integer without rounding. Accepted as any JSON number whose value is an integer in range, exactly: `100`, `100.0` and `1E2` are all 100.',
       ),
       status: { $ref: '#/components/schemas/PetStatus', default: 'available' },
     },
     examples: [{ name: 'Rex', categoryId: 3 }],
+  },
+  PetPatch: {
+    type: 'object',
+    description:
+      'A JSON Merge Patch (RFC 7396) of a pet: the fields to change, each with the rules of NewPet; those left out keep their values. ' +
+      'At least one; `id` and unknown fields are refused by name, and so is `null` (it would remove a field every pet has). ' +
+      'A `status` must be a change the transition table allows from the pet\'s current status.',
+    minProperties: 1,
+    additionalProperties: false,
+    properties: {
+      name: NAME,
+      categoryId: int64('Positive int64, accepted as in NewPet.'),
+      status: { $ref: '#/components/schemas/PetStatus' },
+    },
+    examples: [{ status: 'sold' }, { name: 'Rex II', categoryId: 4 }],
   },
   Pet: {
     type: 'object',
@@ -93,6 +120,12 @@ export const schemas = {
       status: { type: 'integer', minimum: 400, maximum: 599, description: 'The HTTP status code.' },
     },
     examples: [exampleError('invalid_request')],
+  },
+  EtagCondition: {
+    type: 'string',
+    maxLength: MAX_ETAG_CONDITION_LENGTH,
+    pattern: ETAG_CONDITION_PATTERN.source,
+    description: '`*`, or one or more entity tags as the `ETag` header gives them, quotes included, separated by commas (RFC 9110 section 13.1).',
   },
   IdempotencyKey: {
     type: 'string',

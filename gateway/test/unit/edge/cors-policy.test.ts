@@ -44,7 +44,7 @@ describe('CORS policy', () => {
   it('answers a preflight with the methods it was given, the headers the API reads, and a max age', () => {
     expect(policy.preflightHeaders).to.deep.equal({
       'Access-Control-Allow-Methods': 'GET, HEAD, POST',
-      'Access-Control-Allow-Headers': 'Authorization, Content-Type, Idempotency-Key, X-Request-Id',
+      'Access-Control-Allow-Headers': 'Authorization, Content-Type, Idempotency-Key, If-Match, If-None-Match, X-Request-Id',
       'Access-Control-Max-Age': '7200',
     });
   });

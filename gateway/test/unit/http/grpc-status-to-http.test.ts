@@ -1,5 +1,5 @@
 import { Metadata, status as Status } from '@grpc/grpc-js';
-import { fieldViolationMetadata, STATUS_DETAILS_METADATA } from '@petstore/proto';
+import { etagMismatchMetadata, fieldViolationMetadata, STATUS_DETAILS_METADATA } from '@petstore/proto';
 import { expect } from 'chai';
 import { grpcStatusToHttp, PET_SERVICE_OVER_CAPACITY } from '../../../src/http/grpc-status-to-http';
 
@@ -15,7 +15,8 @@ describe('grpcStatusToHttp', () => {
     [Status.PERMISSION_DENIED, 403, 'forbidden'],
     [Status.INTERNAL, 500, 'internal'],
     [Status.UNKNOWN, 500, 'internal'],
-    [Status.FAILED_PRECONDITION, 500, 'internal'],
+    [Status.FAILED_PRECONDITION, 409, 'invalid_transition'],
+    [Status.ABORTED, 412, 'precondition_failed'],
     [Status.DATA_LOSS, 500, 'internal'],
   ];
   for (const [code, status, errorCode] of table) {
@@ -31,6 +32,18 @@ describe('grpcStatusToHttp', () => {
     for (const code of [Status.DEADLINE_EXCEEDED, Status.INTERNAL, Status.NOT_FOUND]) expect(grpcStatusToHttp(code, 'x').headers, Status[code]).to.deep.equal({});
   });
 
+  it('answers ABORTED (an etag mismatch) 412 with the current ETag from its google.rpc.ErrorInfo, and without one when it has none', () => {
+    const error = grpcStatusToHttp(Status.ABORTED, 'not the message', etagMismatchMetadata(Status.ABORTED, 'etag: changed', '"7"'));
+    expect(error).to.include({ status: 412, code: 'precondition_failed', message: 'If-Match: does not match the pet\'s current ETag, "7"' });
+    expect(error.headers).to.deep.equal({ ETag: '"7"' });
+    expect(grpcStatusToHttp(Status.ABORTED, 'x').headers).to.deep.equal({});
+  });
+
+  it('passes the pet service\'s message of a refused transition, which names both statuses', () => {
+    const message = 'status: cannot change from sold to available; sold is final';
+    expect(grpcStatusToHttp(Status.FAILED_PRECONDITION, message)).to.include({ status: 409, code: 'invalid_transition', message });
+  });
+
   const violation = (field: string, description: string) =>
     fieldViolationMetadata(Status.INVALID_ARGUMENT, `${field}: ${description}`, { field, description });
 
@@ -42,6 +55,12 @@ describe('grpcStatusToHttp', () => {
     ['page_size', 'limit'],
     ['page_token', 'cursor'],
     ['id', 'petId'],
+    ['pet.id', 'petId'],
+    ['pet.name', 'name'],
+    ['pet.category_id', 'categoryId'],
+    ['pet.status', 'status'],
+    ['update_mask', 'body'],
+    ['etag', 'If-Match'],
     ['idempotency-key', 'Idempotency-Key'],
     ['x-caller-id', 'x-caller-id'],
     ['request', 'request'],

@@ -23,16 +23,17 @@ const name = fc.oneof(
   fc.constantFrom('\ud800', 'a\udc00b', '\ufeffRex', '𝄞🐕'),
 );
 const status = fc.oneof(fc.integer({ min: 0, max: 4 }), fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }));
-const pet: fc.Arbitrary<Pet> = fc.record({ id: int64, name, categoryId: int64, status });
+const etag = fc.oneof(fc.constant(''), fc.constantFrom('"0"', '"42"'), fc.string({ maxLength: 20 }));
+const pet: fc.Arbitrary<Pet> = fc.record({ id: int64, name, categoryId: int64, status, etag });
 const token = fc.oneof(fc.constant(''), fc.base64String({ maxLength: 80 }), fc.string({ unit: 'binary', maxLength: 40 }));
 
 /** A field of a message on the wire, in any order, repeated, or unknown to the reader. */
 type Field = (writer: BinaryWriter) => void;
 const unknownField: fc.Arbitrary<Field> = fc.oneof(
-  fc.tuple(fc.integer({ min: 5, max: 2 ** 29 - 1 }), fc.bigInt({ min: 0n, max: 2n ** 64n - 1n })).map(([number, value]): Field => (writer) => writer.tag(number, 0).uint64(value)),
-  fc.tuple(fc.integer({ min: 5, max: 1000 }), fc.double()).map(([number, value]): Field => (writer) => writer.tag(number, 1).double(value)),
-  fc.tuple(fc.integer({ min: 5, max: 1000 }), fc.uint8Array({ maxLength: 20 })).map(([number, value]): Field => (writer) => writer.tag(number, 2).bytes(value)),
-  fc.tuple(fc.integer({ min: 5, max: 1000 }), fc.integer()).map(([number, value]): Field => (writer) => writer.tag(number, 5).sfixed32(value)),
+  fc.tuple(fc.integer({ min: 6, max: 2 ** 29 - 1 }), fc.bigInt({ min: 0n, max: 2n ** 64n - 1n })).map(([number, value]): Field => (writer) => writer.tag(number, 0).uint64(value)),
+  fc.tuple(fc.integer({ min: 6, max: 1000 }), fc.double()).map(([number, value]): Field => (writer) => writer.tag(number, 1).double(value)),
+  fc.tuple(fc.integer({ min: 6, max: 1000 }), fc.uint8Array({ maxLength: 20 })).map(([number, value]): Field => (writer) => writer.tag(number, 2).bytes(value)),
+  fc.tuple(fc.integer({ min: 6, max: 1000 }), fc.integer()).map(([number, value]): Field => (writer) => writer.tag(number, 5).sfixed32(value)),
   // A known field number with another wire type (no field here is a fixed32) is skipped as unknown.
   fc.tuple(fc.integer({ min: 1, max: 4 }), fc.integer()).map(([number, value]): Field => (writer) => writer.tag(number, 5).sfixed32(value)),
 );
@@ -69,9 +70,9 @@ function plainList(bytes: Uint8Array): { body: string; nextPageToken: string } {
   return { body: petsToJson(pets), nextPageToken };
 }
 
-function plainPet(bytes: Uint8Array): { body: string; id: string } | undefined {
+function plainPet(bytes: Uint8Array): { body: string; id: string; etag: string } | undefined {
   const { pet: decoded } = GetPetResponse.decode(bytes);
-  return decoded === undefined ? undefined : { body: petToJson(decoded), id: decoded.id };
+  return decoded === undefined ? undefined : { body: petToJson(decoded), id: decoded.id, etag: decoded.etag };
 }
 
 type Outcome<T> = { answer: T } | { thrown: string };
@@ -139,12 +140,12 @@ describe('pet JSON from the wire', () => {
 
     it('writes int64 extremes digit for digit, every status, and names as JSON.stringify escapes them', () => {
       const pets = [
-        { id: '9223372036854775807', name: '"\\/\n\r\t\b\f\u0000\u001f\u007f\u2028', categoryId: '-9223372036854775808', status: 1 },
-        { id: '9007199254740993', name: '\ufeff𝄞 Rex 🐕', categoryId: '562949953421312', status: 2 },
-        { id: '0', name: '', categoryId: '0', status: 3 },
-        { id: '1', name: 'x', categoryId: '2', status: 0 },
-        { id: '2', name: 'y', categoryId: '3', status: 7 },
-        { id: '3', name: 'z', categoryId: '4', status: -1 },
+        { id: '9223372036854775807', name: '"\\/\n\r\t\b\f\u0000\u001f\u007f\u2028', categoryId: '-9223372036854775808', status: 1, etag: '' },
+        { id: '9007199254740993', name: '\ufeff𝄞 Rex 🐕', categoryId: '562949953421312', status: 2, etag: '' },
+        { id: '0', name: '', categoryId: '0', status: 3, etag: '' },
+        { id: '1', name: 'x', categoryId: '2', status: 0, etag: '' },
+        { id: '2', name: 'y', categoryId: '3', status: 7, etag: '' },
+        { id: '3', name: 'z', categoryId: '4', status: -1, etag: '' },
       ];
       const { body, nextPageToken } = listPetsResponseToJson(ListPetsResponse.encode({ pets, nextPageToken: 'djEuMjA' }).finish());
       expect(body).to.equal(
@@ -159,7 +160,7 @@ describe('pet JSON from the wire', () => {
     });
 
     it('writes a page larger than its kept output buffer, and the next page after it', () => {
-      const pets = Array.from({ length: 3000 }, (_, index) => ({ id: String(index + 1), name: `"\u0001${'é'.repeat(index % 40)}`, categoryId: '9223372036854775807', status: index % 4 }));
+      const pets = Array.from({ length: 3000 }, (_, index) => ({ id: String(index + 1), name: `"\u0001${'é'.repeat(index % 40)}`, categoryId: '9223372036854775807', status: index % 4, etag: '' }));
       const large = ListPetsResponse.encode({ pets, nextPageToken: 'next' }).finish();
       expectListLikePlain(large, true);
       expect(listPetsResponseToJson(large).body.length).to.be.greaterThan(256 * 1024);
@@ -182,7 +183,7 @@ describe('pet JSON from the wire', () => {
     });
 
     it('gives a body that JSON.parse reads back to the pets, ids exact', () => {
-      const pets = [{ id: '9223372036854775807', name: 'Rex "the dog"', categoryId: '42', status: 2 }];
+      const pets = [{ id: '9223372036854775807', name: 'Rex "the dog"', categoryId: '42', status: 2, etag: '' }];
       const body = listPetsResponseToJson(ListPetsResponse.encode({ pets, nextPageToken: '' }).finish()).body;
       expect(JSON.parse(body.replaceAll(/":(-?\d+)/g, '":"$1"'))).to.deep.equal([{ id: '9223372036854775807', name: 'Rex "the dog"', categoryId: '42', status: 'pending' }]);
     });
@@ -219,11 +220,12 @@ describe('pet JSON from the wire', () => {
       );
     });
 
-    it('returns the id as the decimal the Location header needs', () => {
-      const bytes = CreatePetResponse.encode({ pet: { id: '9223372036854775807', name: 'Rex', categoryId: '1', status: 1 } }).finish();
+    it('returns the id as the decimal the Location header needs, and the etag for ETag', () => {
+      const bytes = CreatePetResponse.encode({ pet: { id: '9223372036854775807', name: 'Rex', categoryId: '1', status: 1, etag: '"0"' } }).finish();
       expect(petResponseToJson(bytes)).to.deep.equal({
         body: '{"id":9223372036854775807,"name":"Rex","categoryId":1,"status":"available"}',
         id: '9223372036854775807',
+        etag: '"0"',
       });
     });
 

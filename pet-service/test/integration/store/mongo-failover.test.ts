@@ -94,7 +94,7 @@ describe('MongoPetRepository through a replica-set election (a scripted member)'
     });
     await repository!.close();
     repository = await MongoPetRepository.connect({ uri: member.uri, database: 'petstore', timeoutMs: 5000 });
-    expect(await repository.get(7n)).to.deep.equal({ id: 7n, name: 'Rex', categoryId: 1n, status: 'sold' });
+    expect(await repository.get(7n)).to.deep.equal({ id: 7n, name: 'Rex', categoryId: 1n, status: 'sold', version: 0 });
     expect(member.commands.filter((command) => command.find === 'pets')).to.have.length(2);
   });
 

@@ -18,6 +18,7 @@ import {
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import { FieldMask } from "../../google/protobuf/field_mask";
 
 export const protobufPackage = "petstore.v1";
 
@@ -42,6 +43,12 @@ export interface Pet {
   categoryId: string;
   /** Never PET_STATUS_UNSPECIFIED on a stored pet. */
   status: PetStatus;
+  /**
+   * Output only (AIP-154): a strong entity tag, quotes included ("3"), that
+   * changes with every change of the pet. Ignored on input; send it back as
+   * UpdatePetRequest.etag or DeletePetRequest.etag. Empty on ListPets' pets.
+   */
+  etag: string;
 }
 
 export interface ListPetsRequest {
@@ -78,8 +85,45 @@ export interface GetPetResponse {
   pet: Pet | undefined;
 }
 
+export interface UpdatePetRequest {
+  /**
+   * The pet to change (pet.id) and the new values of the fields update_mask
+   * names; its other fields, etag included, are ignored.
+   */
+  pet:
+    | Pet
+    | undefined;
+  /**
+   * The fields to change: "name", "category_id", "status", or "*" for the
+   * three. Absent or empty: the fields of pet that are set (AIP-134). A mask
+   * that names no field, or any other field, is INVALID_ARGUMENT.
+   */
+  updateMask:
+    | string[]
+    | undefined;
+  /**
+   * The etag the caller last saw (as Pet.etag gives it); empty: the change
+   * applies to the pet as it is.
+   */
+  etag: string;
+}
+
+export interface UpdatePetResponse {
+  /** The pet after the change (unchanged, same etag, when nothing differed). */
+  pet: Pet | undefined;
+}
+
+export interface DeletePetRequest {
+  id: string;
+  /** The etag the caller last saw; empty: whatever the pet's. */
+  etag: string;
+}
+
+export interface DeletePetResponse {
+}
+
 function createBasePet(): Pet {
-  return { id: "0", name: "", categoryId: "0", status: 0 };
+  return { id: "0", name: "", categoryId: "0", status: 0, etag: "" };
 }
 
 export const Pet: MessageFns<Pet> = {
@@ -95,6 +139,9 @@ export const Pet: MessageFns<Pet> = {
     }
     if (message.status !== 0) {
       writer.uint32(32).int32(message.status);
+    }
+    if (message.etag !== "") {
+      writer.uint32(42).string(message.etag);
     }
     return writer;
   },
@@ -142,6 +189,14 @@ export const Pet: MessageFns<Pet> = {
             }
 
             message.status = reader.int32() as any;
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.etag = reader.string();
             continue;
           }
         }
@@ -488,6 +543,212 @@ export const GetPetResponse: MessageFns<GetPetResponse> = {
   },
 };
 
+function createBaseUpdatePetRequest(): UpdatePetRequest {
+  return { pet: undefined, updateMask: undefined, etag: "" };
+}
+
+export const UpdatePetRequest: MessageFns<UpdatePetRequest> = {
+  encode(message: UpdatePetRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.pet !== undefined) {
+      Pet.encode(message.pet, writer.uint32(10).fork()).join();
+    }
+    if (message.updateMask !== undefined) {
+      FieldMask.encode(FieldMask.wrap(message.updateMask), writer.uint32(18).fork()).join();
+    }
+    if (message.etag !== "") {
+      writer.uint32(26).string(message.etag);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdatePetRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdatePetRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.pet = Pet.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.updateMask = FieldMask.unwrap(FieldMask.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.etag = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseUpdatePetResponse(): UpdatePetResponse {
+  return { pet: undefined };
+}
+
+export const UpdatePetResponse: MessageFns<UpdatePetResponse> = {
+  encode(message: UpdatePetResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.pet !== undefined) {
+      Pet.encode(message.pet, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdatePetResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdatePetResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.pet = Pet.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseDeletePetRequest(): DeletePetRequest {
+  return { id: "0", etag: "" };
+}
+
+export const DeletePetRequest: MessageFns<DeletePetRequest> = {
+  encode(message: DeletePetRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "0") {
+      writer.uint32(8).int64(message.id);
+    }
+    if (message.etag !== "") {
+      writer.uint32(18).string(message.etag);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeletePetRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeletePetRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.id = reader.int64().toString();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.etag = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
+function createBaseDeletePetResponse(): DeletePetResponse {
+  return {};
+}
+
+export const DeletePetResponse: MessageFns<DeletePetResponse> = {
+  encode(_: DeletePetResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeletePetResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeletePetResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+};
+
 /**
  * PetService stores animals ("pets"). It is the system of record behind the
  * public HTTP gateway, and internal services call it directly.
@@ -528,6 +789,36 @@ export const PetServiceService = {
     responseSerialize: (value: GetPetResponse): Buffer => Buffer.from(GetPetResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetPetResponse => GetPetResponse.decode(value),
   },
+  /**
+   * Changes the fields of a pet that update_mask names (AIP-134). A change of
+   * status must be one of the transitions: AVAILABLE to PENDING, PENDING to
+   * AVAILABLE, PENDING to SOLD, AVAILABLE to SOLD; SOLD is final. Any other is
+   * FAILED_PRECONDITION with a google.rpc.PreconditionFailure. With etag set,
+   * the change applies only to the pet with that etag: otherwise ABORTED, with
+   * the current etag in a google.rpc.ErrorInfo (AIP-154). Not deprecated.
+   */
+  updatePet: {
+    path: "/petstore.v1.PetService/UpdatePet" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UpdatePetRequest): Buffer => Buffer.from(UpdatePetRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdatePetRequest => UpdatePetRequest.decode(value),
+    responseSerialize: (value: UpdatePetResponse): Buffer => Buffer.from(UpdatePetResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UpdatePetResponse => UpdatePetResponse.decode(value),
+  },
+  /**
+   * Deletes a pet (AIP-135); it is then NOT_FOUND everywhere. With etag set,
+   * only the pet with that etag: otherwise ABORTED. Not deprecated.
+   */
+  deletePet: {
+    path: "/petstore.v1.PetService/DeletePet" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DeletePetRequest): Buffer => Buffer.from(DeletePetRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DeletePetRequest => DeletePetRequest.decode(value),
+    responseSerialize: (value: DeletePetResponse): Buffer => Buffer.from(DeletePetResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeletePetResponse => DeletePetResponse.decode(value),
+  },
 } as const;
 
 export interface PetServiceServer extends UntypedServiceImplementation {
@@ -541,6 +832,20 @@ export interface PetServiceServer extends UntypedServiceImplementation {
    * @deprecated
    */
   getPet: handleUnaryCall<GetPetRequest, GetPetResponse>;
+  /**
+   * Changes the fields of a pet that update_mask names (AIP-134). A change of
+   * status must be one of the transitions: AVAILABLE to PENDING, PENDING to
+   * AVAILABLE, PENDING to SOLD, AVAILABLE to SOLD; SOLD is final. Any other is
+   * FAILED_PRECONDITION with a google.rpc.PreconditionFailure. With etag set,
+   * the change applies only to the pet with that etag: otherwise ABORTED, with
+   * the current etag in a google.rpc.ErrorInfo (AIP-154). Not deprecated.
+   */
+  updatePet: handleUnaryCall<UpdatePetRequest, UpdatePetResponse>;
+  /**
+   * Deletes a pet (AIP-135); it is then NOT_FOUND everywhere. With etag set,
+   * only the pet with that etag: otherwise ABORTED. Not deprecated.
+   */
+  deletePet: handleUnaryCall<DeletePetRequest, DeletePetResponse>;
 }
 
 export interface PetServiceClient extends Client {
@@ -595,6 +900,48 @@ export interface PetServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetPetResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Changes the fields of a pet that update_mask names (AIP-134). A change of
+   * status must be one of the transitions: AVAILABLE to PENDING, PENDING to
+   * AVAILABLE, PENDING to SOLD, AVAILABLE to SOLD; SOLD is final. Any other is
+   * FAILED_PRECONDITION with a google.rpc.PreconditionFailure. With etag set,
+   * the change applies only to the pet with that etag: otherwise ABORTED, with
+   * the current etag in a google.rpc.ErrorInfo (AIP-154). Not deprecated.
+   */
+  updatePet(
+    request: UpdatePetRequest,
+    callback: (error: ServiceError | null, response: UpdatePetResponse) => void,
+  ): ClientUnaryCall;
+  updatePet(
+    request: UpdatePetRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UpdatePetResponse) => void,
+  ): ClientUnaryCall;
+  updatePet(
+    request: UpdatePetRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UpdatePetResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Deletes a pet (AIP-135); it is then NOT_FOUND everywhere. With etag set,
+   * only the pet with that etag: otherwise ABORTED. Not deprecated.
+   */
+  deletePet(
+    request: DeletePetRequest,
+    callback: (error: ServiceError | null, response: DeletePetResponse) => void,
+  ): ClientUnaryCall;
+  deletePet(
+    request: DeletePetRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeletePetResponse) => void,
+  ): ClientUnaryCall;
+  deletePet(
+    request: DeletePetRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeletePetResponse) => void,
   ): ClientUnaryCall;
 }
 
