@@ -296,8 +296,13 @@ export class Connection {
     } catch {
       sent = false;
     }
-    // Too many pings unanswered, or the session is closing: its close is reported as it comes.
-    if (!sent) clearTimeout(this.pingTimer);
+    // Not sent (Node's limit of unanswered pings, or the session closing, whose close is reported
+    // as it comes): no timeout for it, and the next ping at the usual time.
+    if (!sent) {
+      clearTimeout(this.pingTimer);
+      this.pingTimer = undefined;
+      this.startKeepalive();
+    }
   }
 
   private stopKeepalive(): void {
