@@ -45,7 +45,8 @@ export interface ResolverListener {
 /**
  * Resolves one name to its addresses: at {@link start}, again on {@link request} (a connection
  * was lost: the name may have changed) no sooner than `minIntervalMs` after the last resolution,
- * every `refreshIntervalMs`, and after a failure with backoff. One resolution at a time.
+ * every `refreshIntervalMs`, and after a failure (or an answer with no address) with backoff. One
+ * resolution at a time.
  */
 export class NameResolver {
   private lastStarted = Number.NEGATIVE_INFINITY;
@@ -118,7 +119,6 @@ export class NameResolver {
       (records) => {
         this.inFlight = false;
         if (this.closed) return;
-        this.backoff.reset();
         const addresses: SocketAddress[] = [];
         const seen = new Set<string>();
         for (const { address } of Array.isArray(records) ? records : []) {
@@ -126,7 +126,13 @@ export class NameResolver {
           seen.add(address);
           addresses.push({ host: address, port: this.port });
         }
-        this.schedule(this.options.refreshIntervalMs);
+        // No address is as good as a failure: asked again with backoff, not at the next refresh.
+        if (addresses.length === 0) {
+          this.schedule(this.backoff.failed());
+        } else {
+          this.backoff.reset();
+          this.schedule(this.options.refreshIntervalMs);
+        }
         this.listener.resolved(addresses);
       },
       (error: unknown) => {

@@ -121,6 +121,30 @@ describe('createUnaryTransport: connections, balancing and failures (servers on 
     expect((await call(pets)).toString()).to.equal('back');
   });
 
+  it('fails calls at once UNAVAILABLE while the name does not resolve (or resolves to nothing), and serves once it does', async () => {
+    const server = await serve(named('found'));
+    let answer: () => Promise<Array<{ address: string; family: number }>> = () => Promise.reject(Object.assign(new Error('getaddrinfo ENOTFOUND pets.test'), { code: 'ENOTFOUND' }));
+    let lookups = 0;
+    const pets = transport(`dns:///pets.test:${server.port}`, {
+      lookup: () => {
+        lookups += 1;
+        return answer();
+      },
+      backoff: { initialMs: 50, maxMs: 100 },
+      minResolutionIntervalMs: 0,
+    });
+    const unresolved = await failure(call(pets, 10_000));
+    expect(unresolved.code).to.equal(Status.UNAVAILABLE);
+    expect(unresolved.details).to.equal(`name resolution failed for pets.test:${server.port}: Error: getaddrinfo ENOTFOUND pets.test`);
+    expect(pets.state()).to.equal('TRANSIENT_FAILURE');
+    answer = async () => [];
+    await waitFor(() => lookups >= 3, 5000, () => `${lookups} resolutions`);
+    expect((await failure(call(pets, 10_000))).details).to.equal('the name resolved to no address');
+    answer = async () => [{ address: '127.0.0.1', family: 4 }];
+    await waitFor(() => pets.state() === 'READY', 5000, () => pets.state());
+    expect((await call(pets)).toString()).to.equal('found');
+  });
+
   it('reconnects a failing address with gRPC’s connection backoff: waits grow by the multiplier, within the jitter, up to the maximum', async () => {
     const failing = await proxy(undefined);
     const pets = transport(`127.0.0.1:${failing.port}`, { backoff: { initialMs: 100, multiplier: 1.6, jitter: 0.2, maxMs: 600 } });
