@@ -1,6 +1,7 @@
 import { status as Status } from '@grpc/grpc-js';
 import { type BackoffOptions, ConnectionBackoff } from './connection-backoff';
 import { Connection, type ConnectionOwner, type ConnectionSettings } from './connection';
+import { DeadlineQueue } from './deadline-queue';
 import { type Lookup, NameResolver, type ResolutionOptions } from './name-resolver';
 import { addressToString, type SocketAddress } from './target';
 import type { CallDispatcher, UnaryCall } from './unary-call';
@@ -107,6 +108,7 @@ export class ConnectionPool implements CallDispatcher {
   state: TransportState = 'IDLE';
   /** Connections that take no new call but have not closed yet. */
   readonly draining = new Set<Connection>();
+  readonly deadlines = new DeadlineQueue();
   /** The last reason a connection failed or was lost, for the details of a call failed fast. */
   lastError: string | undefined;
   private readonly endpoints = new Map<string, Endpoint>();

@@ -3,10 +3,13 @@ import { gunzipSync, inflateSync } from 'node:zlib';
 import { Metadata, type ServiceError, status as Status } from '@grpc/grpc-js';
 import { callError, CANCELLED_ON_CLIENT, describe } from './call-error';
 import type { Connection } from './connection';
+import type { DeadlineQueue, Timed } from './deadline-queue';
 import { codeOfHttpStatus, codeOfResetStream, decodeGrpcMessage, grpcTimeout, http2CodeName } from './status-mapping';
 
 /** Where a call goes to be started: the connection pool. */
 export interface CallDispatcher {
+  /** The transport's deadlines, one timer for every call. */
+  readonly deadlines: DeadlineQueue;
   /** Starts `call` on a ready connection, queues it until one is, or fails it. */
   dispatch(call: UnaryCall): void;
   /** `call` left the queue of calls waiting for a connection (its deadline passed, or it was cancelled). */
@@ -40,12 +43,14 @@ type CallStream = ClientHttp2Stream & { [kCall]: UnaryCall };
  * Every listener here runs from node:http2's events: none may throw (docs/decisions.md, "Library
  * callbacks on the request path").
  */
-export class UnaryCall {
+export class UnaryCall implements Timed {
   settled = false;
+  previous: Timed | undefined = undefined;
+  next: Timed | undefined = undefined;
+  queued = false;
   /** In the pool's queue of calls waiting for a connection. */
   waiting = false;
   private resends = 0;
-  private timer: NodeJS.Timeout | undefined;
   private stream: CallStream | undefined;
   private connection: Connection | undefined;
   private responseHeaders: (IncomingHttpHeaders & IncomingHttpStatusHeader) | undefined;
@@ -70,7 +75,7 @@ export class UnaryCall {
     private readonly resolve: (bytes: Buffer) => void,
     private readonly reject: (error: ServiceError) => void,
   ) {
-    this.armDeadline();
+    if (deadline !== Number.POSITIVE_INFINITY) dispatcher.deadlines.add(this);
     signal?.addEventListener('abort', this);
   }
 
@@ -104,10 +109,9 @@ export class UnaryCall {
     stream.end(this.frame);
   }
 
-  /** Sets the deadline's timer; one beyond a timer's range is checked again when that runs out. */
-  armDeadline(): void {
-    if (this.deadline === Number.POSITIVE_INFINITY) return;
-    this.timer = setTimeout(expire, Math.min(MAX_TIMER_MS, Math.max(0, this.deadline - Date.now())), this);
+  /** The deadline passed. */
+  expire(): void {
+    this.fail(Status.DEADLINE_EXCEEDED, 'Deadline exceeded');
   }
 
   /** Fails the call with `code` and `details`, resetting its stream if one is open. */
@@ -123,7 +127,7 @@ export class UnaryCall {
   private settle(error: ServiceError | undefined, bytes?: Buffer): void {
     if (this.settled) return;
     this.settled = true;
-    clearTimeout(this.timer);
+    this.dispatcher.deadlines.remove(this);
     this.signal?.removeEventListener('abort', this);
     if (this.waiting) this.dispatcher.forget(this);
     const { stream } = this;
@@ -267,14 +271,6 @@ export class UnaryCall {
     this.settle(undefined, inflated);
   }
 }
-
-function expire(call: UnaryCall): void {
-  if (Date.now() < call.deadline) call.armDeadline();
-  else call.fail(Status.DEADLINE_EXCEEDED, 'Deadline exceeded');
-}
-
-/** The longest delay a Node timer takes (2^31 − 1 ms); a longer one fires at once. */
-const MAX_TIMER_MS = 2_147_483_647;
 
 function onResponse(this: CallStream, headers: IncomingHttpHeaders & IncomingHttpStatusHeader, flags: number): void {
   const call = this[kCall];
