@@ -1,4 +1,4 @@
-import { constants, type ServerHttp2Stream } from 'node:http2';
+import { constants, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import { createServer as createTcpServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -274,6 +274,30 @@ describe('createUnaryTransport: connections, balancing and failures (servers on 
     expect(outcomes.filter((outcome) => outcome === 'direct'), outcomes.join(' ')).to.have.length(2);
     expect(outcomes.filter((outcome) => outcome === 'UNAVAILABLE'), outcomes.join(' ')).to.have.length(2);
     for (let index = 0; index < 6; index += 1) expect((await call(pets)).toString()).to.equal('direct');
+  });
+
+  it('pings half as often after a server’s GOAWAY too_many_pings (gRFC A8)', async () => {
+    const pings: Array<{ session: number; at: number }> = [];
+    const started: number[] = [];
+    const server = await serve((received) => answerOk(received));
+    let sessions = 0;
+    const onSession = (session: ServerHttp2Session): void => {
+      const index = sessions++;
+      started.push(Date.now());
+      session.on('ping', () => {
+        pings.push({ session: index, at: Date.now() });
+        // The first connection's first ping is one too many.
+        if (index === 0) session.goaway(constants.NGHTTP2_ENHANCE_YOUR_CALM, 0, Buffer.from('too_many_pings'));
+      });
+    };
+    server.onSession(onSession);
+    const pets = transport(server.target, { keepalive: { timeMs: 100, timeoutMs: 1000 } });
+    await call(pets);
+    await waitFor(() => pings.some((ping) => ping.session === 1), 5000, () => JSON.stringify(pings));
+    const first = pings.find((ping) => ping.session === 0)!;
+    const second = pings.find((ping) => ping.session === 1)!;
+    expect(first.at - started[0]!, 'the first connection pinged after 100 ms').to.be.within(90, 190);
+    expect(second.at - started[1]!, 'the next after 200 ms').to.be.at.least(190);
   });
 
   it('on close(): calls under way finish, new ones fail UNAVAILABLE, and every connection closes', async () => {

@@ -15,6 +15,8 @@ export interface H2Server {
   readonly target: string;
   readonly calls: ReceivedCall[];
   readonly sessions: Set<ServerHttp2Session>;
+  /** Tells `listener` of every session from now on. */
+  onSession(listener: (session: ServerHttp2Session) => void): void;
   close(): Promise<void>;
 }
 
@@ -53,6 +55,7 @@ export async function startH2Server(answer: (call: ReceivedCall, index: number) 
     target: `${host.includes(':') ? `[${host}]` : host}:${port}`,
     calls,
     sessions,
+    onSession: (listener) => void server.on('session', listener),
     close: () =>
       new Promise((resolve) => {
         for (const session of sessions) session.destroy();
