@@ -4,10 +4,12 @@ import { expect } from 'chai';
 import { fetchWithinContract } from './support/openapi-validator';
 import { type RedisServer, startRedisOrSkip } from './support/redis-server';
 import { burstWithinOneMinute, replicaSecret, type ReplicaSet, startReplicaSet } from './support/replica-set';
-import { waitFor } from './support/wait-for';
+import { promisedWithin } from './support/wait-for';
 
 const ROOT = join(__dirname, '..');
 const BURST_KEYS = ['burst-1', 'burst-2', 'burst-3'];
+/** How often a replica rechecks a ban it has cached (BanCache): the bound on an unban reaching it. */
+const BAN_RECHECK_MS = 1000;
 
 describe('two gateway processes sharing one Redis', function () {
   this.timeout(60_000);
@@ -38,20 +40,31 @@ describe('two gateway processes sharing one Redis', function () {
     expect(codes.filter((code) => code === 'api_key_banned'), 'then banned on both replicas').to.have.length(20);
   });
 
-  it('shares the ban, and `npm run keys -- unban --id` lifts it on every replica within about a second', async () => {
+  it('shares the ban, and `npm run keys -- unban --id` lifts it on every replica within a second', async () => {
     const bannedKey = await findBannedKey(replicas.urls);
     const unban = runUnban(bannedKey, redis.url);
     expect(unban.status, unban.stderr).to.equal(0);
     expect(unban.stdout).to.include(`ban lifted for key ${bannedKey}`);
 
-    const started = Date.now();
-    for (const url of replicas.urls) {
-      // Cached-ban answers cost the key no strike, so polling cannot re-ban it.
-      let code = '';
-      await waitFor(async () => (code = (await get(url, bannedKey)).code) !== 'api_key_banned', 3000, () => `${url} still answers ${code}`);
-      expect(code, url).to.be.oneOf(['rate_limited', 'ok']);
-    }
-    expect(Date.now() - started, 'propagation is bounded by the 1 s recheck').to.be.below(2500);
+    // Each replica rechecks a cached ban once a second (docs/keys.md): a request sent to it a
+    // second after the unban must find the ban lifted. Cached-ban answers cost the key no strike;
+    // once lifted, each answer is a strike past the limit (rate_limited), so a replica is asked only
+    // until it has answered so, four times a second: too few strikes to ban the key again.
+    await Promise.all(
+      replicas.urls.map((url) => {
+        const codes: string[] = [];
+        return promisedWithin(
+          async () => {
+            const { code } = await get(url, bannedKey);
+            codes.push(code);
+            return code === 'rate_limited' || code === 'ok';
+          },
+          BAN_RECHECK_MS,
+          () => `${url} answered, in order: ${codes.join(', ')}`,
+          250,
+        );
+      }),
+    );
 
     const again = runUnban(bannedKey, redis.url);
     expect(again.status).to.equal(0);

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { type RedisServer, startRedisOrSkip } from './support/redis-server';
 import { burstWithinOneMinute, replicaSecret, type ReplicaSet, startReplicaSet } from './support/replica-set';
-import type { ServiceProcess } from './support/service-process';
+import { type ServiceProcess, STARTUP_TIMEOUT_MS } from './support/service-process';
 import { waitFor } from './support/wait-for';
 
 const BURST_KEYS = ['burst-1', 'burst-2', 'burst-3'];
@@ -104,7 +104,8 @@ describe('one gateway with GATEWAY_WORKERS=2 (Node cluster, counters in Redis)',
     const scrape = await fetch(`${admin}/metrics`);
     expect(scrape.status).to.equal(200);
     expect(await scrape.text()).to.match(/^http_requests_total\{/m);
-    await waitFor(async () => (await fetch(`${admin}/readyz`)).status === 200, 10_000);
+    // The replacement is a process start: bounded as one, not by a quiet machine's pace.
+    await waitFor(async () => (await fetch(`${admin}/readyz`)).status === 200, STARTUP_TIMEOUT_MS);
     await untilLogged('gateway worker serving', 3);
   });
 

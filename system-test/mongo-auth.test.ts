@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,9 +6,8 @@ import { expect } from 'chai';
 import { MongoClient } from 'mongodb';
 import { pendingOrRequired } from './support/executables';
 import { ferretDbAuthArgs, findFerretDb, type MongoServer, startFerretDb } from './support/mongo-server';
-import { type ServiceProcess, startService } from './support/service-process';
+import { runToRefusal, type ServiceProcess, startService, STARTUP_TIMEOUT_MS } from './support/service-process';
 
-const ROOT = join(__dirname, '..');
 const ROOT_PASSWORD = 'the-root-password';
 const PET_SERVICE_PASSWORD = 'the-pet-service-password';
 
@@ -82,17 +80,13 @@ describe('MongoDB with credentials (FerretDB’s SCRAM): the pet service connect
     }
   });
 
-  it('stops at start-up with one line naming MONGODB_URI, without the password, when the credentials are missing or wrong', () => {
+  it('stops at start-up with one line naming MONGODB_URI, without the password, when the credentials are missing or wrong', async function () {
+    this.timeout(2 * STARTUP_TIMEOUT_MS + 20_000);
     for (const [credentials, cause] of [
       ['', /requires authentication/],
       [`petstore:${'wrong-password'}@`, /Authentication failed/],
     ] as const) {
-      const result = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'pet-service', 'src', 'main.ts')], {
-        cwd: ROOT,
-        env: { ...process.env, PET_SERVICE_PORT: '0', ADMIN_PORT: '0', MONGODB_URI: uri(credentials), MONGODB_TIMEOUT_MS: '3000' },
-        encoding: 'utf8',
-        timeout: 20_000,
-      });
+      const result = await runToRefusal('pet-service', { MONGODB_URI: uri(credentials), MONGODB_TIMEOUT_MS: '3000' });
       expect(result.status, result.stderr).to.equal(1);
       const lines = result.stderr.trim().split('\n');
       expect(lines, result.stderr).to.have.length(1);

@@ -13,6 +13,8 @@ import { waitFor } from './support/wait-for';
  * "logged once" and exact-after assertions would read as the outage's.
  */
 const REDIS_WAIT_MS = 1000;
+/** PET_SERVICE_TIMEOUT_MS, the other hop a request waits on: past it the answer is a 504. */
+const PET_SERVICE_WAIT_MS = 2000;
 const FALLBACK = /Redis unavailable, counting in memory/;
 const RECOVERY = /Redis is back/;
 
@@ -45,7 +47,7 @@ describe('Redis outage while traffic flows', function () {
         { id: 'steady', plan: 'enterprise', limits: { perMinute: 1_000_000, perDay: 100_000_000 } },
         ...['after-1', 'after-2', 'after-3'].map((id) => ({ id, plan: 'free' as const })),
       ],
-      { REDIS_URL: redis.url, REDIS_COMMAND_TIMEOUT_MS: String(REDIS_WAIT_MS) },
+      { REDIS_URL: redis.url, REDIS_COMMAND_TIMEOUT_MS: String(REDIS_WAIT_MS), PET_SERVICE_TIMEOUT_MS: String(PET_SERVICE_WAIT_MS) },
     );
   });
   after(async () => {
@@ -61,8 +63,13 @@ describe('Redis outage while traffic flows', function () {
       // of their own (code loaded on first use), which the bound below is not about.
       traffic.slowest = 0;
       await redis.stop();
+      const stoppedAt = Date.now();
       for (const gateway of replicas.gateways) await logged(gateway, FALLBACK);
       await traffic.waitFor(300);
+      // Not a wait for a state: an outage that outlasts the bound below, which a request held
+      // until Redis returns would then break.
+      const outlast = REDIS_WAIT_MS + PET_SERVICE_WAIT_MS - (Date.now() - stoppedAt);
+      if (outlast > 0) await new Promise((resolve) => setTimeout(resolve, outlast));
       for (const gateway of replicas.gateways) {
         expect(await fallbackGauge(gateway), 'rate_limiter_fallback during the outage').to.equal('1');
         const ready = (await (await fetch(`http://127.0.0.1:${gateway.adminPort}/readyz`)).json()) as Record<string, unknown>;
@@ -81,8 +88,11 @@ describe('Redis outage while traffic flows', function () {
     expect(traffic.failures, 'no request failed at the network level or broke the contract').to.deep.equal([]);
     expect(traffic.statuses.filter((status) => status !== 200), 'every request succeeded').to.deep.equal([]);
     console.log(`      slowest of the requests from the outage on: ${traffic.slowest.toFixed(0)} ms`);
-    // A request in flight when Redis went away waits for it at most REDIS_WAIT_MS; a second more for the rest of it.
-    expect(traffic.slowest, 'no request waited on Redis longer than REDIS_COMMAND_TIMEOUT_MS').to.be.below(REDIS_WAIT_MS + 1000);
+    // A request in flight when Redis went away waits for it at most REDIS_WAIT_MS, and for the pet
+    // service less than PET_SERVICE_WAIT_MS (it was answered 200): the product's bound on the whole,
+    // against which the rest of a request is small even on a busy machine. The limiter's deadline
+    // alone is fallback-rate-limiter.test.ts's.
+    expect(traffic.slowest, 'no request waited longer than REDIS_COMMAND_TIMEOUT_MS + PET_SERVICE_TIMEOUT_MS').to.be.below(REDIS_WAIT_MS + PET_SERVICE_WAIT_MS);
     for (const gateway of replicas.gateways) {
       expect(count(gateway, FALLBACK), 'fallback logged once').to.equal(1);
       expect(count(gateway, RECOVERY), 'recovery logged once').to.equal(1);
@@ -100,10 +110,11 @@ describe('Redis outage while traffic flows', function () {
 
   it('starts without waiting forever for an unreachable Redis, and moves to it once it is up', async () => {
     const port = await freePort();
-    const started = Date.now();
+    // Not waiting forever: addGateway fails unless it listens within STARTUP_TIMEOUT_MS, a bound on
+    // a hang only (a start from source compiles for seconds on a busy machine); what bounded the
+    // wait for Redis is the line saying it gave up after REDIS_STARTUP_WAIT_MS.
     const gateway = await replicas.addGateway({ REDIS_URL: `redis://127.0.0.1:${port}`, REDIS_STARTUP_WAIT_MS: '300' });
-    expect(Date.now() - started).to.be.below(10_000);
-    expect(gateway.lines.some((line) => /Redis not ready at startup/.test(line))).to.equal(true);
+    expect(gateway.logs.find((line) => /Redis not ready at startup/.test(String(line.msg)))).to.include({ waitedMs: 300 });
     const url = replicas.urls.at(-1)!;
     const response = await fetchWithinContract(`${url}/v1/pets`, { headers: { Authorization: `Bearer ${replicaSecret('steady')}` } });
     expect(response.status).to.equal(200);

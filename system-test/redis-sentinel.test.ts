@@ -8,6 +8,8 @@ import { Traffic } from './support/traffic';
 import { waitFor } from './support/wait-for';
 
 const DOWN_AFTER_MS = 1000;
+/** Bound on a gateway's return to Redis after the Sentinels promoted the replica: a few seconds of its own steps, and room for a busy machine. */
+const FOLLOW_MS = 10_000;
 const DATA_PASSWORD = 'data-password';
 const SENTINEL_PASSWORD = 'sentinel-password';
 const FALLBACK = (line: LogLine): boolean => /Redis unavailable, counting in memory/.test(String(line.msg));
@@ -77,13 +79,15 @@ describe('two gateway processes on a Sentinel-managed Redis (REDIS_SENTINELS, se
   it('follows the master the Sentinels promote after the old one is killed: no 5xx, exact again afterwards', async () => {
     const oldMaster = servers.master;
     const traffic = new Traffic(replicas.urls, 'steady', 4);
-    let windows: Array<{ ms: number; episodes: number }>;
+    let windows: Array<{ ms: number; episodes: number; backAt?: number }>;
+    let promotedAt: number;
     try {
       await traffic.waitFor(50);
       process.kill(oldMaster.pid, 'SIGKILL');
       const killedAt = Date.now();
       await waitFor(async () => (await servers.masterPort().catch(() => oldMaster.port)) === servers.replica.port, 30_000);
-      const promotedAfter = Date.now() - killedAt;
+      promotedAt = Date.now();
+      const promotedAfter = promotedAt - killedAt;
       await settledOnRedis(replicas.gateways, traffic);
       windows = replicas.gateways.map(localCounting);
       console.log(`      Sentinels promoted the replica ${promotedAfter} ms after the kill (down-after-milliseconds ${DOWN_AFTER_MS})`);
@@ -95,7 +99,11 @@ describe('two gateway processes on a Sentinel-managed Redis (REDIS_SENTINELS, se
     expect(traffic.failures, 'no request failed at the network level or broke the contract').to.deep.equal([]);
     expect(traffic.statuses.filter((status) => status >= 500), 'no 5xx').to.deep.equal([]);
     expect(traffic.statuses.filter((status) => status !== 200), 'every request admitted').to.deep.equal([]);
-    for (const { ms } of windows) expect(ms, 'the failover, not a restart, ended local counting').to.be.below(20_000);
+    // The Sentinels' election takes what the machine gives it; the gateways' part is to follow the
+    // promoted master (docs/rate-limits.md: its next INFO, a reconnection pause of up to 1 s, a
+    // second reconnection on +switch-master): counted from the promotion the test saw, by each
+    // gateway's own clock. The old master is not started again, so only the failover can end it.
+    for (const { backAt } of windows) if (backAt !== undefined) expect(backAt - promotedAt!, 'back on Redis after the promotion, ms').to.be.below(FOLLOW_MS);
 
     const { admitted, summary } = await burstWithinOneMinute(replicas.urls, ['after-1', 'after-2', 'after-3'], 90);
     expect(admitted, `shared counters on the new master: ${summary}`).to.equal(60);
@@ -151,16 +159,21 @@ describe('a gateway whose REDIS_SENTINELS lists a name that does not resolve and
     const seen = { [missing]: about(missing).length, [refusing]: about(refusing).length };
 
     // The master dies: the gateway reconnects to the promoted replica, and a new failover detector
-    // dials every Sentinel again, within the same minute.
+    // dials every Sentinel again, usually within the same minute (at debug, then).
     process.kill(servers.master.pid, 'SIGKILL');
     await waitFor(async () => (await servers.masterPort().catch(() => servers.master.port)) === servers.replica.port, 30_000);
     await waitFor(() => about(missing).length > seen[missing]! && about(refusing).length > seen[refusing]!, 30_000, () => gateway!.lines.join('\n'));
 
     for (const sentinel of [missing, refusing]) {
       const warnings = about(sentinel).filter((line) => line.level === 40);
-      expect(warnings, sentinel).to.have.length(1);
+      // Once a minute at most, by the gateway's clock: the dials of a slow failover can fall in a
+      // second minute, whose warning then says how many attempts it stands for.
+      expect(warnings.length, sentinel).to.be.at.least(1);
       expect(warnings[0]!.occurrences).to.equal(1);
-      expect(String(warnings[0]!.reason)).to.match(sentinel === missing ? /ENOTFOUND redis-9\.redis\.petstore\.invalid/ : /ECONNREFUSED/);
+      for (let index = 1; index < warnings.length; index += 1) {
+        expect(Number(warnings[index]!.time) - Number(warnings[index - 1]!.time), `${sentinel}: warnings ${index} and ${index + 1} apart, ms`).to.be.at.least(59_900);
+      }
+      for (const warning of warnings) expect(String(warning.reason)).to.match(sentinel === missing ? /ENOTFOUND redis-9\.redis\.petstore\.invalid/ : /ECONNREFUSED/);
     }
     const notJson = gateway.lines.filter((line) => {
       try {
@@ -205,10 +218,14 @@ async function settledOnRedis(gateways: readonly ServiceProcess[], traffic: Traf
   }
 }
 
-/** From the gateway's first fallback line to its last recovery line, in its own clock (pino's `time`), and how many times it fell back. */
-function localCounting(gateway: ServiceProcess): { ms: number; episodes: number } {
+/**
+ * From the gateway's first fallback line to its last recovery line, in its own clock (pino's
+ * `time`), how many times it fell back, and when it was last back on Redis.
+ */
+function localCounting(gateway: ServiceProcess): { ms: number; episodes: number; backAt?: number } {
   const lines = episodeLines(gateway);
   const fallbacks = lines.filter(FALLBACK);
   if (fallbacks.length === 0) return { ms: 0, episodes: 0 };
-  return { ms: Number(lines.at(-1)!.time) - Number(fallbacks[0]!.time), episodes: fallbacks.length };
+  const backAt = Number(lines.at(-1)!.time);
+  return { ms: backAt - Number(fallbacks[0]!.time), episodes: fallbacks.length, backAt };
 }

@@ -3,13 +3,20 @@ import { PetStatus } from '@petstore/proto';
 import { expect } from 'chai';
 import { fetchWithinContract } from './support/openapi-validator';
 import { startScriptedPetService } from './support/scripted-pet-service';
-import { startService } from './support/service-process';
+import { loggedInterval, startService } from './support/service-process';
 import { startTestStack, TEST_KEYS } from './support/test-stack';
 import { waitFor } from './support/wait-for';
 
 const AUTH = { authorization: 'Bearer demo-free-key-0000' };
+/** A key whose limit no polling here reaches (5,000 a minute). */
+const ROOMY = { authorization: 'Bearer demo-enterprise-key-0000' };
 const STACK_AUTH = { authorization: `Bearer ${TEST_KEYS.free}` };
 const EMPTY_PAGE = { pets: [], nextPageToken: '' };
+/**
+ * The gateway's deadline while its pet service is down: long, so that an answer held for it (a
+ * call waiting for a connection) stands apart from one given at once, however busy the machine.
+ */
+const DOWN_DEADLINE_MS = 10_000;
 
 async function status(url: string, init: RequestInit = { headers: AUTH }): Promise<number> {
   const response = await fetchWithinContract(url, init);
@@ -20,10 +27,10 @@ async function status(url: string, init: RequestInit = { headers: AUTH }): Promi
 describe('resilience', function () {
   this.timeout(60_000);
 
-  it('answers 503 on every route in under 500 ms while the pet service is down, and recovers when it returns', async () => {
+  it('answers 503 on every route at once, not at its deadline, while the pet service is down, and recovers when it returns', async () => {
     let petService = await startService('pet-service');
     const petPort = petService.port;
-    const gateway = await startService('gateway', { PET_SERVICE_ADDR: `127.0.0.1:${petPort}`, PET_SERVICE_TIMEOUT_MS: '2000' });
+    const gateway = await startService('gateway', { PET_SERVICE_ADDR: `127.0.0.1:${petPort}`, PET_SERVICE_TIMEOUT_MS: String(DOWN_DEADLINE_MS) });
     const base = `http://127.0.0.1:${gateway.port}`;
     try {
       expect(await status(`${base}/v1/pets`)).to.equal(200);
@@ -42,7 +49,9 @@ describe('resilience', function () {
           timings.push(`${method} ${path} ${response.status} ${elapsed} ms`);
           expect(response.status, timings.join('; ')).to.equal(503);
           expect(await response.json()).to.deep.include({ code: 'service_unavailable', status: 503 });
-          expect(elapsed, timings.join('; ')).to.be.below(500);
+          // A call held for a connection would end at the deadline (a 504); a quarter of it is far
+          // above a busy machine's round trip.
+          expect(elapsed, timings.join('; ')).to.be.below(DOWN_DEADLINE_MS / 4);
         }
       }
       console.log(`      pet service down: slowest answer ${Math.max(...timings.map((line) => Number(line.split(' ').at(-2))))} ms of ${timings.length}`);
@@ -71,13 +80,27 @@ describe('resilience', function () {
       { PET_SERVICE_ADDR: `dns:///pets.test:${first.port}`, FAKE_DNS: 'pets.test=127.0.0.1,127.0.0.2' },
       { nodeFlags: ['--require', 'tsx/cjs', '--require', require.resolve('./support/fake-dns-preload')] },
     );
+    const servedByEach = () =>
+      Promise.all(
+        replicas.map(async ({ host, service }) => {
+          const metrics = await (await fetch(`http://${host}:${service.adminPort}/metrics`)).text();
+          return Number(/^grpc_server_handled_total\{method="ListPets",code="OK"\} (\d+)$/m.exec(metrics)?.[1] ?? 0);
+        }),
+      );
     try {
-      for (let index = 0; index < 20; index += 1) expect(await status(`http://127.0.0.1:${gateway.port}/v1/pets`)).to.equal(200);
-      const served = [];
-      for (const { host, service } of replicas) {
-        const metrics = await (await fetch(`http://${host}:${service.adminPort}/metrics`)).text();
-        served.push(Number(/^grpc_server_handled_total\{method="ListPets",code="OK"\} (\d+)$/m.exec(metrics)?.[1] ?? 0));
-      }
+      // The channel is READY with its first connection; the second joins a moment later, which a
+      // busy machine can make long. Round robin is judged once both are there.
+      let before: number[] = [];
+      await waitFor(
+        async () => {
+          expect(await status(`http://127.0.0.1:${gateway.port}/v1/pets`, { headers: ROOMY })).to.equal(200);
+          return (before = await servedByEach()).every((count) => count > 0);
+        },
+        15_000,
+        () => `calls served by each replica: ${before.join(', ')}`,
+      );
+      for (let index = 0; index < 20; index += 1) expect(await status(`http://127.0.0.1:${gateway.port}/v1/pets`, { headers: ROOMY })).to.equal(200);
+      const served = (await servedByEach()).map((count, index) => count - before[index]!);
       expect(served.reduce((sum, count) => sum + count), 'calls served in all').to.equal(20);
       for (const count of served) expect(count, `calls served by each replica: ${served.join(', ')}`).to.be.within(5, 15);
     } finally {
@@ -191,9 +214,10 @@ describe('resilience', function () {
     try {
       const request = status(`http://127.0.0.1:${gateway.port}/v1/pets`).catch(() => 'reset');
       await held;
-      const started = Date.now();
       expect(await gateway.stop('SIGTERM')).to.equal(1);
-      expect(Date.now() - started).to.be.within(500, 1500);
+      // Not before the timeout, and when its timer fires, by the gateway's own clock: the signal's
+      // delivery and the process's end are the machine's.
+      expect(await loggedInterval(gateway, 'shutting down', 'shutdown outlived SHUTDOWN_TIMEOUT_MS; exiting')).to.be.within(500, 1500);
       expect(await request).to.equal('reset');
     } finally {
       await gateway.stop('SIGKILL');

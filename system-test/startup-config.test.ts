@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -6,8 +5,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { startMongoOrSkip } from './support/mongo-server';
 import { type RedisServer, startRedisOrSkip } from './support/redis-server';
-
-const ROOT = join(__dirname, '..');
+import { runToRefusal, STARTUP_TIMEOUT_MS } from './support/service-process';
 
 function keysFile(text: string): string {
   const file = join(mkdtempSync(join(tmpdir(), 'bad-keys-')), 'keys.yaml');
@@ -16,7 +14,8 @@ function keysFile(text: string): string {
 }
 
 describe('startup with bad configuration: one line naming the setting, exit 1', function () {
-  this.timeout(20_000);
+  // Each case starts a process, which may take its whole STARTUP_TIMEOUT_MS on a busy machine.
+  this.timeout(STARTUP_TIMEOUT_MS + 20_000);
   const production = { NODE_ENV: 'production' };
   const cases: Array<['gateway' | 'pet-service', string, string, RegExp, NodeJS.ProcessEnv?]> = [
     ['gateway', 'PORT', 'http', /^invalid configuration: PORT: /],
@@ -67,7 +66,7 @@ describe('startup with bad configuration: one line naming the setting, exit 1', 
   ];
   for (const [service, name, value, message, extra = {}] of cases) {
     it(`${service}: ${name}=${value}${Object.entries(extra).map(([key, setting]) => ` ${key}=${setting}`).join('')}`, async () => {
-      const result = await start(service, { ...extra, [name]: value });
+      const result = await runToRefusal(service, { ...extra, [name]: value });
       expect(result.status, result.stderr).to.equal(1);
       const lines = result.stderr.trim().split('\n');
       expect(lines, result.stderr).to.have.length(1);
@@ -81,7 +80,7 @@ describe('startup with bad configuration: one line naming the setting, exit 1', 
       const uri = new URL(mongo.uri);
       uri.username = 'nobody';
       uri.password = 'hunter2';
-      const result = await start('pet-service', { MONGODB_URI: uri.toString() });
+      const result = await runToRefusal('pet-service', { MONGODB_URI: uri.toString() });
       expect(result.status, result.stderr).to.equal(1);
       const lines = result.stderr.trim().split('\n');
       expect(lines, result.stderr).to.have.length(1);
@@ -100,7 +99,8 @@ describe('startup with bad configuration: one line naming the setting, exit 1', 
  * and exit 1: every listener of both services, the gateway's also with workers.
  */
 describe('startup with a port already in use: one line naming the variable, exit 1', function () {
-  this.timeout(20_000);
+  // Each case starts a process, which may take its whole STARTUP_TIMEOUT_MS on a busy machine.
+  this.timeout(STARTUP_TIMEOUT_MS + 20_000);
   let holder: Server | undefined;
 
   afterEach(async () => {
@@ -113,7 +113,7 @@ describe('startup with a port already in use: one line naming the variable, exit
     holder = createServer();
     await new Promise<void>((resolve) => holder!.listen(0, '0.0.0.0', resolve));
     const port = (holder.address() as AddressInfo).port;
-    const result = await start(service, { ...env, [variable]: String(port) });
+    const result = await runToRefusal(service, { ...env, [variable]: String(port) });
     expect(result.status, result.stderr).to.equal(1);
     expect(result.stderr.trim().split('\n'), result.stderr).to.deep.equal([`${variable} ${port}: address already in use`]);
     expectJsonLines(result.stdout);
@@ -147,27 +147,4 @@ function expectJsonLines(stdout: string): void {
   for (const line of stdout.split('\n').filter((text) => text !== '')) {
     expect(() => JSON.parse(line) as unknown, line).to.not.throw();
   }
-}
-
-/**
- * Runs a service's `main.ts` until it exits (killed after 15 s). Not `spawnSync`: a listener the
- * test holds must keep its port, and a FerretDB the test started must keep answering.
- */
-function start(service: 'gateway' | 'pet-service', env: NodeJS.ProcessEnv): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, service, 'src', 'main.ts')], {
-    cwd: ROOT,
-    env: { ...process.env, PORT: '0', PET_SERVICE_PORT: '0', ADMIN_PORT: '0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-  return new Promise((resolve) =>
-    child.on('close', (status) => {
-      clearTimeout(timer);
-      resolve({ status, stdout, stderr });
-    }),
-  );
 }

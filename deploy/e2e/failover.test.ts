@@ -52,6 +52,7 @@ const admitted = (answers: Answer[]) => answers.filter((answer) => answer !== 'l
 /** A burst's answers counted, for an assertion's message and the figures. */
 const counted = (answers: Answer[]) => JSON.stringify(Object.fromEntries(ANSWERS.map((kind) => [kind, answers.filter((answer) => answer === kind).length])));
 const minuteNow = () => Math.floor(Date.now() / 60_000);
+const dayNow = () => Math.floor(Date.now() / 86_400_000);
 const secondOfMinute = () => new Date().getUTCSeconds() + new Date().getUTCMilliseconds() / 1000;
 
 /** Waits until the UTC minute is at `from` seconds or later and below `to`. */
@@ -116,6 +117,7 @@ describe('deploy/e2e: production, the Redis Sentinel master deleted under load',
     const spent = await burst(gatewayUrl, 'exact-across', FREE_PER_MINUTE);
     expect(admitted(spent), `spent before the failover: ${counted(spent)}`).to.equal(FREE_PER_MINUTE);
     const spentInMinute = minuteNow();
+    const spentOnDay = dayNow();
 
     // Through the Service, a client's kept-alive connections all end at one gateway or two: load
     // each gateway on its pod IP instead (4 requests/s each), so that each one's window is seen.
@@ -134,8 +136,9 @@ describe('deploy/e2e: production, the Redis Sentinel master deleted under load',
       if (Date.now() > deadline) throw new Error(`gateways still counting in memory: ${JSON.stringify(Object.fromEntries(events))}`);
       await new Promise((resolve) => setTimeout(resolve, 1000));
     }
+    const askedFrom = minuteNow();
     const across = await burst(gatewayUrl, 'exact-across', 10);
-    const sameMinute = minuteNow() === spentInMinute;
+    const askedUntil = minuteNow();
     const summaries = await Promise.all(loads.map((load) => load.stop()));
     const summary = {
       sent: summaries.reduce((sum, one) => sum + one.sent, 0),
@@ -147,6 +150,9 @@ describe('deploy/e2e: production, the Redis Sentinel master deleted under load',
       }, {}),
     };
     const newMaster = await sentinelMaster();
+    // The key's day counter on the promoted master (the admin user may read any key): what was
+    // spent before the failover, and what `across` was admitted after it, whichever minute that was.
+    const dayCount = Number(await redisCli(newMaster.split('.')[0]!, 'redis', 'admin-password', `--user admin GET '{rl:key:exact-across}:day:${spentOnDay}'`));
 
     const looseSeconds = (list: FallbackEvent[]) => (list.length === 0 ? 0 : (list.at(-1)!.at - list[0]!.at) / 1000);
     for (const [pod, list] of events) {
@@ -158,8 +164,14 @@ describe('deploy/e2e: production, the Redis Sentinel master deleted under load',
 
     expect(summary.problems).to.deep.equal([]);
     expect(Object.keys(summary.byStatus).filter((status) => Number(status) >= 500)).to.deep.equal([]);
-    expect(sameMinute, 'the failover ended within the minute it began in').to.equal(true);
-    expect(admitted(across), `the key spent before the failover is still spent after it: ${counted(across)}`).to.equal(0);
+    // The counters survived. Asked again in the minute it was spent, the key is still refused; a
+    // slow failover can end in a later minute, which admits it again (a burst across the boundary,
+    // partly): either way its day counter on the promoted master holds what was admitted before
+    // and after (more if the suite ran on this cluster earlier today), where lost counters would
+    // hold only what came after.
+    if (askedUntil === spentInMinute) expect(admitted(across), `the key spent before the failover, same minute: ${counted(across)}`).to.equal(0);
+    if (askedFrom !== spentInMinute) expect(admitted(across), `the key spent before the failover, a later minute: ${counted(across)}`).to.equal(across.length);
+    expect(dayCount, 'the day counter of the key spent before the failover, on the promoted master').to.be.at.least(FREE_PER_MINUTE + admitted(across));
     for (const [pod, list] of events) expect(looseSeconds(list), pod).to.be.at.most(LOOSE_AT_MOST_SECONDS);
 
     // The deleted master came back empty (nothing is persisted): a replica of the promoted one,

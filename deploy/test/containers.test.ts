@@ -492,9 +492,11 @@ describe('the images, run as the staging overlay runs them, with its Secrets, be
       const signalled = Date.now();
       await podman(['kill', '--signal', 'SIGTERM', gateway.name]);
       await waitFor(async () => (await fetch(`http://127.0.0.1:${gateway.hostPort('admin')}/readyz`)).status === 503, delayMs, () => '/readyz still passes');
+      // Sent within the delay (counted from before `podman kill`, so from before the signal): it
+      // must be served, however long a busy machine takes to answer it.
+      expect(Date.now() - signalled, 'the request is sent within the delay').to.be.below(delayMs);
       const during = await fetch(`${baseUrl}/v1/pets?limit=1`, { headers: { authorization: `Bearer ${SECRETS.enterprise}` } });
       await during.body?.cancel();
-      expect(Date.now() - signalled, 'the request was served within the delay').to.be.below(delayMs);
       expect(during.status).to.equal(200);
       expect(await gatewayExit).to.equal(0);
       expect(Date.now() - signalled).to.be.at.least(delayMs);

@@ -7,7 +7,9 @@ import { parse, stringify } from 'yaml';
 import { PROMETHEUS_RULE_FILE, renderPrometheusRule, ruleFiles, ruleGroups } from '../../scripts/generate-monitoring';
 import { dashboard, selectorsOf } from '../../system-test/support/monitoring-files';
 import { promtoolOrSkip } from '../../system-test/support/prometheus';
+import { openApiDocument } from '../../gateway/src/http/openapi/document';
 import { alertCoverageProblems, headingAnchors, type RuleTestFile } from './support/alert-coverage';
+import { documentedLatencyBounds, documentedOperations, latencyCoverageProblems } from './support/latency-coverage';
 import { type KubeObject, kubectlOrSkip, render } from './support/kubectl';
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- rendered objects are read field by field */
@@ -19,6 +21,9 @@ const testFiles = readdirSync(testsDir)
   .filter((name) => name.endsWith('.test.yaml'))
   .map((name) => join(testsDir, name));
 const runbook = readFileSync(join(root, 'docs', 'runbooks.md'), 'utf8');
+const sloDoc = readFileSync(join(root, 'docs', 'slo.md'), 'utf8');
+/** The windows over which every SLI is recorded (docs/slo.md#alerts). */
+const WINDOWS = ['5m', '30m', '1h', '2h', '6h', '1d', '3d'];
 const readTests = (): RuleTestFile[] => testFiles.map((file) => parse(readFileSync(file, 'utf8')) as RuleTestFile);
 
 describe('deploy/monitoring: the rules, their unit tests, the PrometheusRule, the dashboard', () => {
@@ -83,6 +88,35 @@ describe('deploy/monitoring: the rules, their unit tests, the PrometheusRule, th
     });
   });
 
+  describe('the latency SLO', () => {
+    const operations = documentedOperations(openApiDocument);
+
+    it('judges every operation of the OpenAPI document, in every window, at the bound docs/slo.md gives it, and counts it in the denominator', () => {
+      expect(operations).to.include.members(['GET /v1/pets', 'POST /v1/pets', 'GET /v1/pets/:petId', 'PATCH /v1/pets/:petId', 'DELETE /v1/pets/:petId']);
+      expect(latencyCoverageProblems(ruleGroups(), operations, documentedLatencyBounds(sloDoc), WINDOWS)).to.deep.equal([]);
+    });
+
+    it('is reported when an operation is left out of a window, its denominator or docs/slo.md, or judged at another bound', () => {
+      const groups = structuredClone(ruleGroups()) as any[];
+      const latency = groups.find((group) => group.name === 'petstore-slo-latency');
+      const rule = (window: string) => latency.rules.find((candidate: any) => candidate.record === `slo:sli_error:ratio_rate${window}`);
+      rule('30m').expr = rule('30m').expr.replace(/\s*or\s*rate\([^)]*method="DELETE"[^)]*\)/, '');
+      rule('1h').expr = rule('1h').expr.replace(/method=~"[^"]*"/, 'method=~"GET|POST"');
+      rule('6h').expr = rule('6h').expr.replace(/(method="PATCH",route="\/v1\/pets\/:petId",le=)"0\.5"/, '$1"1"');
+      latency.rules = latency.rules.filter((candidate: any) => candidate.record !== 'slo:sli_error:ratio_rate3d');
+      const bounds = documentedLatencyBounds(sloDoc);
+      bounds.delete('DELETE /v1/pets/:petId');
+      expect(latencyCoverageProblems(groups, operations, bounds, WINDOWS)).to.deep.equal([
+        'docs/slo.md: DELETE /v1/pets/:petId has no bound',
+        'slo:sli_error:ratio_rate30m: DELETE /v1/pets/:petId not judged',
+        'slo:sli_error:ratio_rate1h: PATCH /v1/pets/:petId not counted in the denominator',
+        'slo:sli_error:ratio_rate1h: DELETE /v1/pets/:petId not counted in the denominator',
+        'slo:sli_error:ratio_rate6h: PATCH /v1/pets/:petId within 1000 ms, docs/slo.md says 500 ms',
+        'slo:sli_error:ratio_rate3d: no latency rule',
+      ]);
+    });
+  });
+
   it('has a unit-test file for each rules file, and loads nothing else', () => {
     const loaded = readTests().flatMap((file) => file.rule_files.map((path) => join(testsDir, path)));
     expect([...new Set(loaded)].sort()).to.deep.equal(ruleFiles());
@@ -138,6 +172,17 @@ describe('deploy/monitoring: the rules, their unit tests, the PrometheusRule, th
         'nodejs_eventloop_lag_p99_seconds',
         'slo:sli_error:ratio_rate1h',
       ]);
+    });
+
+    it("splits the gateway's requests, errors and latency by route and method, as the latency SLO judges them: a route's methods have bounds of their own", () => {
+      const requestPanels = panels.filter((panel) => panel.targets!.some((target) => /\bhttp_request(s_total|_duration_seconds_bucket)\{/.test(target.expr)));
+      expect(requestPanels.map((panel) => panel.title)).to.have.length.of.at.least(4);
+      for (const panel of requestPanels) {
+        for (const target of panel.targets!) {
+          const grouped = /\bsum by \(([^)]*)\)/.exec(target.expr)?.[1]?.split(',').map((label) => label.trim());
+          expect(grouped, `${panel.title}: ${target.expr}`).to.include.members(['route', 'method']);
+        }
+      }
     });
   });
 

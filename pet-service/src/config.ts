@@ -116,11 +116,11 @@ const ENVIRONMENT_SPEC = {
   }),
   STORE_MAX_CONCURRENT_WRITES: positiveInteger({
     default: 4,
-    desc: 'Creates sent to the store at once per replica; past what the store absorbs, more only make every write slower',
+    desc: 'Writes (creates, changes, deletes) sent to the store at once per replica; past what the store absorbs, more only make every write slower',
   }),
   STORE_MAX_QUEUED_WRITES: nonNegativeInteger({
     default: 16,
-    desc: 'Creates waiting for a turn per replica; one more is refused at once with RESOURCE_EXHAUSTED (503, Retry-After)',
+    desc: 'Writes (creates, changes, deletes) waiting for a turn per replica; one more is refused at once with RESOURCE_EXHAUSTED (503, Retry-After)',
   }),
   STORE_MAX_CONCURRENT_READS: positiveInteger({
     default: DEFAULT_MAX_CONCURRENT_READS,

@@ -32,16 +32,16 @@ export interface ServerOptions {
   readonly metrics?: PetServiceMetrics;
   /** How often the store is pinged to keep the health status current. */
   readonly storeHealthIntervalMs?: number;
-  /** Creates running at once (unset: no bound); see {@link createConcurrencyLimiter}. */
+  /** Writes (CreatePet, UpdatePet, DeletePet) running at once (unset: no bound); see {@link createConcurrencyLimiter}. */
   readonly maxConcurrentWrites?: number;
-  /** Creates waiting for a turn; one more is refused with RESOURCE_EXHAUSTED (unset: no bound). */
+  /** Writes waiting for a turn; one more is refused with RESOURCE_EXHAUSTED (unset: no bound). */
   readonly maxQueuedWrites?: number;
   /** Reads (ListPets, GetPet) running at once (unset: no bound). */
   readonly maxConcurrentReads?: number;
   /** Reads waiting for a turn; one more is refused with RESOURCE_EXHAUSTED (unset: no bound). */
   readonly maxQueuedReads?: number;
   /**
-   * The longest a store operation takes (the store's timeout): a queued read or create gives up,
+   * The longest a store operation takes (the store's timeout): a queued read or write gives up,
    * with RESOURCE_EXHAUSTED, while its caller's deadline still leaves this much (unset: 0).
    */
   readonly operationTimeMs?: number;

@@ -2,7 +2,7 @@ import { waitFor } from './wait-for';
 
 /** How the endpoints follow readiness; the defaults suit a test on loopback. */
 export interface EndpointsOptions {
-  /** Pause between rounds of polls: endpoint propagation, far below any drain delay. Default 50 ms. */
+  /** Pause between two polls of a gateway: endpoint propagation, far below any drain delay. Default 50 ms. */
   readonly pollMs?: number;
   /** Longest wait for one answer. Default 1000 ms. */
   readonly timeoutMs?: number;
@@ -26,50 +26,50 @@ export interface Endpoints {
 }
 
 /**
- * Polls `/readyz` of every admin port `adminPorts()` names, each round numbered; a gateway joins
- * on a 200 and leaves on any other answer, on a refused connection, or after `failureThreshold`
- * polls in a row without an answer.
+ * Polls `/readyz` of every admin port `adminPorts()` names (as many as it names at the start), each
+ * gateway in a loop of its own, its polls numbered: one gateway's slow answer never holds back
+ * another's, as a load balancer probes each endpoint apart. A gateway joins on a 200 and leaves on
+ * any other answer, on a refused connection, or after `failureThreshold` polls in a row without an
+ * answer.
  */
 export function pollEndpoints(adminPorts: () => readonly number[], options: EndpointsOptions = {}): Endpoints {
   const { pollMs = 50, timeoutMs = 1000, failureThreshold = 3 } = options;
-  const readyInRound = new Map<number, number>();
-  const silences = new Map<number, number>();
+  /** Per gateway: the number of its last poll that found it ready; absent while it is not. */
+  const readyInPoll = new Map<number, number>();
+  /** Per gateway: how many polls have begun. */
+  const polls = new Map<number, number>();
   const takenOut = new Set<number>();
-  let round = 0;
   let polling = true;
-  const poll = async (): Promise<void> => {
+  const poll = async (index: number): Promise<void> => {
+    let silences = 0;
     while (polling) {
-      const thisRound = ++round;
-      await Promise.all(
-        adminPorts().map(async (adminPort, index) => {
-          const status = await fetch(`http://127.0.0.1:${adminPort}/readyz`, { signal: AbortSignal.timeout(timeoutMs) }).then(
-            async (response) => {
-              await response.arrayBuffer();
-              return response.status;
-            },
-            (error: Error) => (error.name === 'TimeoutError' ? 'silent' : 'refused'),
-          );
-          const silent = status === 'silent' ? (silences.get(index) ?? 0) + 1 : 0;
-          silences.set(index, silent);
-          if (status === 200) readyInRound.set(index, thisRound);
-          else if (status !== 'silent' || silent >= failureThreshold) readyInRound.delete(index);
-        }),
+      const thisPoll = (polls.get(index) ?? 0) + 1;
+      polls.set(index, thisPoll);
+      const status = await fetch(`http://127.0.0.1:${adminPorts()[index]}/readyz`, { signal: AbortSignal.timeout(timeoutMs) }).then(
+        async (response) => {
+          await response.arrayBuffer();
+          return response.status;
+        },
+        (error: Error) => (error.name === 'TimeoutError' ? 'silent' : 'refused'),
       );
+      silences = status === 'silent' ? silences + 1 : 0;
+      if (status === 200) readyInPoll.set(index, thisPoll);
+      else if (status !== 'silent' || silences >= failureThreshold) readyInPoll.delete(index);
       await new Promise((resolve) => setTimeout(resolve, pollMs));
     }
   };
-  const poller = poll();
+  const pollers = adminPorts().map((_, index) => poll(index));
   return {
-    ready: () => [...readyInRound.keys()].filter((index) => !takenOut.has(index)).sort((a, b) => a - b),
+    ready: () => [...readyInPoll.keys()].filter((index) => !takenOut.has(index)).sort((a, b) => a - b),
     takeOut: (index) => takenOut.add(index),
     putBack: (index) => takenOut.delete(index),
     becameReady(index, waitMs = 10_000) {
-      const after = round;
-      return waitFor(() => (readyInRound.get(index) ?? 0) > after, waitMs, () => `gateway ${index} not ready`);
+      const after = polls.get(index) ?? 0;
+      return waitFor(() => (readyInPoll.get(index) ?? 0) > after, waitMs, () => `gateway ${index} not ready`);
     },
     async stop() {
       polling = false;
-      await poller;
+      await Promise.all(pollers);
     },
   };
 }

@@ -1,4 +1,4 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +9,7 @@ import type { Context } from 'mocha';
 import type { RedisTarget } from '../../gateway/src/config';
 import { findExecutable, pendingOrRequired } from './executables';
 import { findRedisServer, freePort, type RedisServer, startRedisServer } from './redis-server';
+import { runToRefusal } from './service-process';
 import { waitFor } from './wait-for';
 
 const run = promisify(execFile);
@@ -245,37 +246,12 @@ export async function withClient<T>(port: number, use: (client: Redis) => Promis
   }
 }
 
-/** How a gateway process that was expected to refuse its configuration ended. */
-export interface RefusedStart {
-  readonly status: number | null;
-  readonly stderr: string;
-}
-
-/**
- * Starts the gateway (`main.ts`, as production does) with `env` and resolves once it exits, or
- * once it has been killed after `timeoutMs` if it started serving instead (status null).
- */
-function startGatewayToRefusal(env: NodeJS.ProcessEnv, timeoutMs = 20_000): Promise<RefusedStart> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, '..', '..', 'gateway', 'src', 'main.ts')], {
-    cwd: join(__dirname, '..', '..'),
-    env: { ...process.env, PORT: '0', ADMIN_PORT: '0', PET_SERVICE_ADDR: '127.0.0.1:9', ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-    timeout: timeoutMs,
-  });
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (status) => resolve({ status, stderr }));
-  });
-}
-
 /**
  * Starts a gateway per case, all at once, and expects each to print one line matching its pattern
  * on stderr and exit 1.
  */
 export async function expectOneLineRefusals(cases: ReadonlyArray<readonly [NodeJS.ProcessEnv, RegExp]>): Promise<void> {
-  const results = await Promise.all(cases.map(([env]) => startGatewayToRefusal(env)));
+  const results = await Promise.all(cases.map(([env]) => runToRefusal('gateway', { PET_SERVICE_ADDR: '127.0.0.1:9', ...env })));
   for (const [index, { status, stderr }] of results.entries()) {
     const [env, pattern] = cases[index]!;
     expect(stderr.trim(), JSON.stringify(env)).to.match(pattern);

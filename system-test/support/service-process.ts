@@ -34,6 +34,13 @@ export interface Runtime {
   readonly command?: readonly [string, ...string[]];
 }
 
+/**
+ * How long a service process may take to say that it listens, or to refuse its configuration: no
+ * product figure, only a bound on a hang. From source, a start compiles the TypeScript it loads
+ * (tsx), which on a busy 2-core machine takes several seconds, three started at once over 10 s.
+ */
+export const STARTUP_TIMEOUT_MS = 60_000;
+
 /** One JSON log line as a service printed it. */
 export type LogLine = Record<string, unknown>;
 
@@ -132,7 +139,7 @@ export async function startService(name: string, env: NodeJS.ProcessEnv = {}, ru
 
   let listening: LogLine;
   try {
-    listening = await waitForLog((line) => typeof line.msg === 'string' && line.msg.endsWith('listening'));
+    listening = await waitForLog(isListeningLine, STARTUP_TIMEOUT_MS);
   } catch (error) {
     // A service that never said it listens is still the test's to stop: left running it would
     // hold its ports and CPU after the suite.
@@ -165,6 +172,65 @@ export async function killLeftoverServices(): Promise<string[]> {
   const left = [...running].map(([child, name]) => ({ child, label: `${name} (pid ${child.pid})` }));
   await Promise.all(left.map(({ child }) => stopChild(child, 'SIGKILL')));
   return left.map(({ label }) => label);
+}
+
+const isListeningLine = (line: LogLine): boolean => typeof line.msg === 'string' && line.msg.endsWith('listening');
+
+/** How a service that was expected to refuse its configuration ended. */
+export interface Refusal {
+  /** The exit code; null when it was killed because it served instead (or hung). */
+  readonly status: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * Runs a service's `main.ts` (`PORT`, `PET_SERVICE_PORT` and `ADMIN_PORT` 0 unless `env` says
+ * otherwise) that is expected to refuse its configuration, and resolves once it has exited and its
+ * output is read to the end. One that says it listens instead is killed at once: it serves, which
+ * is the failure the caller looks for (status null, and no refusal on stderr); so is one that
+ * neither refuses nor listens within {@link STARTUP_TIMEOUT_MS}.
+ */
+export function runToRefusal(name: 'gateway' | 'pet-service', env: NodeJS.ProcessEnv): Promise<Refusal> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, ENTRY[name])], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: '0', PET_SERVICE_PORT: '0', ADMIN_PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  createInterface({ input: child.stdout }).on('line', (text) => {
+    try {
+      if (isListeningLine(JSON.parse(text) as LogLine)) child.kill('SIGKILL');
+    } catch {
+      // Not a log line: the caller's to judge.
+    }
+  });
+  const timer = setTimeout(() => child.kill('SIGKILL'), STARTUP_TIMEOUT_MS);
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (status) => {
+      clearTimeout(timer);
+      resolve({ status, stdout, stderr });
+    });
+  });
+}
+
+/**
+ * Milliseconds from the service's first log line `from` to its first line `to` after it, by the
+ * service's own clock (pino's `time`), once its output is read to the end: how long the service
+ * took between two steps, without the time a busy machine takes to deliver a signal, end a process
+ * or pass its lines on.
+ */
+export async function loggedInterval(service: ServiceProcess, from: string, to: string): Promise<number> {
+  const stdout = service.child.stdout!;
+  if (!stdout.closed) await once(stdout, 'close');
+  const start = service.logs.findIndex((line) => line.msg === from);
+  const end = service.logs.findIndex((line, index) => index > start && line.msg === to);
+  if (start === -1 || end === -1) throw new Error(`${from} … ${to}: not both logged: ${JSON.stringify(service.logs)}`);
+  return Number(service.logs[end]!.time) - Number(service.logs[start]!.time);
 }
 
 /** Sends `signal` (default SIGTERM) and resolves with the exit code once the child has exited. */

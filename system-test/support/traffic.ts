@@ -41,7 +41,8 @@ export class Traffic {
     const deadline = Date.now() + timeoutMs;
     while (this.statuses.length < target) {
       if (Date.now() > deadline) throw new Error(`only ${this.statuses.length} of ${target} responses`);
-      await new Promise((resolve) => setImmediate(resolve));
+      // Not setImmediate: that spins a core, which on a 2-core machine the processes under test need.
+      await new Promise((resolve) => setTimeout(resolve, 10));
     }
   }
 

@@ -20,7 +20,7 @@ export const KEYS: Readonly<Record<string, PlanName>> = {
   contract: 'pro',
   'exact-before': 'free', // 60 a minute: counted exactly before a failover
   'exact-after': 'free', // ... and after it
-  'exact-across': 'free', // spent before a failover, still spent after it (same minute)
+  'exact-across': 'free', // spent before a failover, still spent after it (its minute and day counters)
   revoked: 'free', // revoked by the documented steps
 };
 export const secretOf = (keyId: string): string => `e2e-secret-${keyId}`;

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { expect } from 'chai';
 import { freePort } from '../../../system-test/support/redis-server';
+import { STARTUP_TIMEOUT_MS } from '../../../system-test/support/service-process';
 import { waitFor } from '../../../system-test/support/wait-for';
 
 const ROOT = join(__dirname, '..', '..', '..');
@@ -17,7 +18,7 @@ async function answers(url: string): Promise<boolean> {
 }
 
 describe('LOG_LEVEL (gateway process)', function () {
-  this.timeout(30_000);
+  this.timeout(STARTUP_TIMEOUT_MS + 30_000);
 
   it('at warn, writes the error line of a 503 but no info line for a 200', async () => {
     // At warn the gateway does not announce that it listens (an info line), so it gets fixed
@@ -39,7 +40,7 @@ describe('LOG_LEVEL (gateway process)', function () {
     createInterface({ input: child.stdout! }).on('line', (text) => lines.push(JSON.parse(text) as Record<string, unknown>));
     const closed = once(child, 'close');
     try {
-      await waitFor(async () => child.exitCode !== null || (await answers(`http://127.0.0.1:${adminPort}/healthz`)), 15_000);
+      await waitFor(async () => child.exitCode !== null || (await answers(`http://127.0.0.1:${adminPort}/healthz`)), STARTUP_TIMEOUT_MS);
       expect(child.exitCode, 'gateway admin port answering, not exited').to.equal(null);
 
       expect((await fetch(`http://127.0.0.1:${port}/v1/openapi.json`)).status).to.equal(200);

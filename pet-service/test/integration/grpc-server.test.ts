@@ -5,6 +5,8 @@ import {
   CALLER_ID_METADATA,
   type CreatePetRequest,
   type CreatePetResponse,
+  type DeletePetRequest,
+  type DeletePetResponse,
   type GetPetRequest,
   fieldViolationOf,
   fieldViolationsOf,
@@ -16,6 +18,8 @@ import {
   PetServiceClient,
   PetStatus,
   STATUS_DETAILS_METADATA,
+  type UpdatePetRequest,
+  type UpdatePetResponse,
 } from '@petstore/proto';
 import { BadRequest } from '@petstore/proto/gen/google/rpc/error_details';
 import { Status as RpcStatus } from '@petstore/proto/gen/google/rpc/status';
@@ -26,6 +30,7 @@ import pino from 'pino';
 import { MemoryPetRepository } from '../../src/store/memory-pet-repository';
 import { createMetrics } from '../../src/observability/metrics';
 import { createServer, type RunningServer } from '../../src/server';
+import { waitFor } from '../../../system-test/support/wait-for';
 
 type Call<Req, Res> = (request: Req, metadata: Metadata, callback: (error: ServiceError | null, response: Res) => void) => unknown;
 
@@ -479,6 +484,58 @@ describe('pet service call log', () => {
       const calls = logs.lines.filter((line) => line.msg === 'grpc call');
       expect(calls.map((line) => line.requestId)).to.deep.equal(['trace-4f2a:9c1e', undefined, undefined, undefined]);
     } finally {
+      client.close();
+      await server.shutdown();
+    }
+  });
+});
+
+describe('pet service write bound', () => {
+  // Issue 47: changes and deletes are writes, bounded with creates (docs/mongodb.md#slow-store-the-read-and-write-bounds).
+  it('holds UpdatePet and DeletePet to the write bound with CreatePet: past it they are RESOURCE_EXHAUSTED and reach no store', async () => {
+    const reached: string[] = [];
+    let holdCreates = false;
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    class HeldCreates extends MemoryPetRepository {
+      override async create(...args: Parameters<MemoryPetRepository['create']>) {
+        reached.push('create');
+        if (holdCreates) await held;
+        return super.create(...args);
+      }
+      override async update(...args: Parameters<MemoryPetRepository['update']>) {
+        reached.push('update');
+        return super.update(...args);
+      }
+      override async delete(...args: Parameters<MemoryPetRepository['delete']>) {
+        reached.push('delete');
+        return super.delete(...args);
+      }
+    }
+    const server = await createServer({ host: '127.0.0.1', port: 0, repository: new HeldCreates(), pageTokenSecret: 's', maxConcurrentWrites: 1, maxQueuedWrites: 0 });
+    const client = new PetServiceClient(`127.0.0.1:${server.port}`, credentials.createInsecure());
+    const update = () =>
+      invoke<UpdatePetRequest, UpdatePetResponse>(client, client.updatePet, {
+        pet: { id: '1', name: 'Max', categoryId: '0', status: 0, etag: '' },
+        updateMask: ['name'],
+        etag: '',
+      });
+    const remove = () => invoke<DeletePetRequest, DeletePetResponse>(client, client.deletePet, { id: '1', etag: '' });
+    try {
+      await invoke<CreatePetRequest, CreatePetResponse>(client, client.createPet, { name: 'Rex', categoryId: '1', status: 0 });
+      holdCreates = true;
+      const creating = invoke<CreatePetRequest, CreatePetResponse>(client, client.createPet, { name: 'Held', categoryId: '1', status: 0 });
+      await waitFor(() => reached.length === 2, 5000);
+      await expectStatus(update(), Status.RESOURCE_EXHAUSTED, /./);
+      await expectStatus(remove(), Status.RESOURCE_EXHAUSTED, /./);
+      expect(reached, 'refused before the store').to.deep.equal(['create', 'create']);
+      release();
+      await creating;
+      expect((await update()).pet).to.include({ id: '1', name: 'Max', etag: '"1"' });
+      expect(await remove()).to.deep.equal({});
+      expect(reached).to.deep.equal(['create', 'create', 'update', 'delete']);
+    } finally {
+      release();
       client.close();
       await server.shutdown();
     }

@@ -92,7 +92,9 @@ describe('what rate-limiter-flexible cannot do for the API-key policy', function
   });
 
   it('makes every request wait out the timeout again while Redis hangs, when insuranceLimiter takes over', async () => {
-    const client = new Redis(server.url, { commandTimeout: 50, maxRetriesPerRequest: 0 });
+    // Long enough that the count before the pause is Redis's on a busy machine (a reply past it
+    // would be counted by the insurance instead), short enough that four waits fit in the pause.
+    const client = new Redis(server.url, { commandTimeout: 500, maxRetriesPerRequest: 0 });
     const limiter = new RateLimiterRedis({
       storeClient: client,
       points: 5,
