@@ -1,10 +1,10 @@
 import { createServer as createHttpServer, type IncomingMessage } from 'node:http';
-import { createSecureServer, type Http2SecureServer } from 'node:http2';
+import { createSecureServer, type Http2SecureServer, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import { type AddressInfo, connect as connectTcp } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
-import { type ChannelOptions, connectivityState, status as Status, type ServiceError } from '@grpc/grpc-js';
-import { CertificateFiles, createPetServiceClient, PetStatus, type PromisePetServiceClient } from '@petstore/proto';
+import { status as Status, type ServiceError } from '@grpc/grpc-js';
+import { CertificateFiles, createPetServiceClient, type PetServiceClientOptions, PetStatus, type PromisePetServiceClient } from '@petstore/proto';
 import { expect } from 'chai';
 import { createServer, type RunningServer } from '../pet-service/src/server';
 import { MemoryPetRepository } from '../pet-service/src/store/memory-pet-repository';
@@ -51,11 +51,11 @@ describe('createPetServiceClient over mutual TLS to a name or an IP address', fu
     return server;
   }
 
-  function client(target: string, channelOptions?: ChannelOptions): PromisePetServiceClient {
+  function client(target: string, more: Pick<PetServiceClientOptions, 'serverNameOverride' | 'transportOptions'> = {}): PromisePetServiceClient {
     const made = createPetServiceClient(target, {
       tls: { caFile: `${files.path}/ca.crt`, certFile: `${files.path}/gateway.crt`, keyFile: `${files.path}/gateway.key` },
       retryReads: false,
-      ...(channelOptions === undefined ? {} : { channelOptions }),
+      ...more,
     });
     clients.push(made);
     return made;
@@ -124,15 +124,58 @@ describe('createPetServiceClient over mutual TLS to a name or an IP address', fu
     await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
     servers.push({ shutdown: () => new Promise((resolve) => proxy.close(() => resolve())) });
     const proxyPort = (proxy.address() as AddressInfo).port;
-    // grpc-js tunnels to grpc.http_connect_target through the target, as it does for a proxy set in the environment.
-    for (const [target, real] of [
+    // The transport tunnels to the target through the proxy, as it does for a proxy set in the environment.
+    for (const [proxyAddress, real] of [
       [`localhost:${proxyPort}`, `dns:///127.0.0.1:${port}`],
       [`127.0.0.1:${proxyPort}`, `dns:///localhost:${port}`],
     ]) {
       tunnelled.length = 0;
-      expect((await client(target!, { 'grpc.http_connect_target': real }).listPets(LIST)).pets, real).to.deep.equal([]);
+      expect((await client(real!, { transportOptions: { proxy: proxyAddress! } }).listPets(LIST)).pets, real).to.deep.equal([]);
       expect(tunnelled, real).to.include(real!.replace('dns:///', ''));
     }
+  });
+
+  it('presents a client certificate rotated on disk on its new connections, without a restart; a connection made keeps its own', async () => {
+    const issued = ca.issue('rotation-probe');
+    const presented: string[] = [];
+    const probe = createSecureServer({ cert: issued.cert, key: issued.key, ca: ca.cert, requestCert: true, rejectUnauthorized: true, allowHTTP1: false });
+    probe.on('secureConnection', (socket: TLSSocket) => presented.push(String(socket.getPeerCertificate().subject.CN)));
+    // Every call answered OK with an empty ListPetsResponse.
+    probe.on('stream', (serverStream) => {
+      const stream = serverStream as ServerHttp2Stream;
+      stream.on('error', () => undefined);
+      stream.resume();
+      stream.on('end', () => {
+        stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+        stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+        stream.end(Buffer.alloc(5));
+      });
+    });
+    const sessions = new Set<ServerHttp2Session>();
+    probe.on('session', (session: ServerHttp2Session) => sessions.add(session.on('close', () => sessions.delete(session))));
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    servers.push({ shutdown: () => new Promise((resolve) => probe.close(() => resolve())) });
+    const first = ca.issue('first-gateway', { use: 'client' });
+    const pets = createPetServiceClient(`127.0.0.1:${(probe.address() as AddressInfo).port}`, {
+      tls: { caFile: `${files.path}/ca.crt`, certFile: files.write('rotating.crt', first.cert), keyFile: files.write('rotating.key', first.key), reloadIntervalMs: 50 },
+    });
+    clients.push(pets);
+    await pets.listPets(LIST);
+    expect(presented).to.deep.equal(['first-gateway']);
+
+    const renewed = ca.issue('renewed-gateway', { use: 'client' });
+    files.write('rotating.key', renewed.key);
+    files.write('rotating.crt', renewed.cert);
+    await waitFor(() => pets.certificates()?.subject?.includes('renewed-gateway') === true, 5000);
+    await pets.listPets(LIST);
+    expect(presented, 'the connection made keeps its certificate').to.deep.equal(['first-gateway']);
+
+    // The server recycles the connection (GOAWAY), as the pet service does at its maximum age; the
+    // client connects again at once.
+    for (const session of sessions) session.close();
+    await waitFor(() => presented.length === 2, 5000, () => presented.join(', '));
+    await pets.listPets(LIST);
+    expect(presented).to.deep.equal(['first-gateway', 'renewed-gateway']);
   });
 
   describe('SNI', () => {
@@ -150,19 +193,19 @@ describe('createPetServiceClient over mutual TLS to a name or an IP address', fu
     after(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
     /** What a new client's first handshake with the probe asked for. */
-    async function sniOf(target: (port: number) => string, channelOptions?: ChannelOptions): Promise<TLSSocket['servername']> {
+    async function sniOf(target: (port: number) => string, serverNameOverride?: string): Promise<TLSSocket['servername']> {
       asked.length = 0;
-      const { channel } = client(target((server.address() as AddressInfo).port), channelOptions);
-      channel.getConnectivityState(true);
-      await waitFor(() => asked.length > 0, 5000, () => `channel ${connectivityState[channel.getConnectivityState(false)]}`);
+      const { transport } = client(target((server.address() as AddressInfo).port), serverNameOverride === undefined ? {} : { serverNameOverride });
+      transport.state(true);
+      await waitFor(() => asked.length > 0, 5000, () => `transport ${transport.state()}`);
       return asked[0]!;
     }
 
-    it('is the name for a name target, none for an address, and the override where grpc.ssl_target_name_override is set', async () => {
+    it('is the name for a name target, none for an address, and the override where serverNameOverride is set', async () => {
       expect(await sniOf((port) => `localhost:${port}`)).to.equal('localhost');
       expect(await sniOf((port) => `127.0.0.1:${port}`)).to.equal(false);
       expect(await sniOf((port) => `dns:///127.0.0.1:${port}`)).to.equal(false);
-      expect(await sniOf((port) => `127.0.0.1:${port}`, { 'grpc.ssl_target_name_override': 'localhost' })).to.equal('localhost');
+      expect(await sniOf((port) => `127.0.0.1:${port}`, 'localhost')).to.equal('localhost');
     });
   });
 });

@@ -1,13 +1,14 @@
-import { createServer as createTcpServer, connect, type Server as TcpServer, type Socket } from 'node:net';
-import { Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
+import { credentials, Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
 import {
   callMetadata,
   CreatePetResponse,
   createPetServiceClient,
-  defaultChannelOptions,
+  DEFAULT_KEEPALIVE,
+  defaultTransportOptions,
   GetPetResponse,
   ListPetsResponse,
   MIN_RESOLUTION_INTERVAL_MS,
+  PetServiceClient,
   type PetServiceMethod,
   type PromisePetServiceClient,
   READ_RETRY_BACKOFF_MS,
@@ -25,6 +26,7 @@ import type { PetServiceError } from '../pet-service/src/pets/pet-service-error'
 import { addFakeDnsName } from './support/fake-dns-preload';
 import { startScriptedPetService, type ScriptedPetService } from './support/scripted-pet-service';
 import { type RawAnswer, startRawGrpcServer } from './support/raw-grpc-server';
+import { startTcpProxy } from '../proto/test/integration/transport/support/tcp-proxy';
 
 const LIST = { pageSize: 1, pageToken: '', status: 0 };
 const PET = { id: '1', name: 'Rex', categoryId: '1', status: 1, etag: '"0"' };
@@ -87,52 +89,18 @@ async function replicasOnOnePort(names: readonly string[], options: PetServiceOp
   return replicas;
 }
 
-/**
- * A TCP proxy that can go silent: after `freeze()` it forwards nothing and closes nothing, as a
- * peer that vanished (a lost node, a partition) looks to the client.
- */
-async function freezableProxy(targetPort: number): Promise<{ port: number; freeze(): void; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  let frozen = false;
-  const track = (socket: Socket) => {
-    sockets.add(socket);
-    socket.on('error', () => socket.destroy());
-    socket.on('close', () => sockets.delete(socket));
-  };
-  const server: TcpServer = createTcpServer((inbound) => {
-    track(inbound);
-    if (frozen) {
-      inbound.pause();
-      return;
-    }
-    const outbound = connect(targetPort, '127.0.0.1');
-    track(outbound);
-    inbound.pipe(outbound);
-    outbound.pipe(inbound);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as { port: number }).port,
-    freeze() {
-      frozen = true;
-      for (const socket of sockets) {
-        socket.unpipe();
-        socket.pause();
-      }
-    },
-    close: () =>
-      new Promise((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
-  };
-}
-
 describe('createPetServiceClient (@petstore/proto) against real gRPC servers on port 0', function () {
   this.timeout(30_000);
   const cleanups: Array<() => unknown> = [];
   const client = (target: string, options: Parameters<typeof createPetServiceClient>[1] = {}): PromisePetServiceClient => {
     const made = createPetServiceClient(target, options);
+    cleanups.push(() => made.close());
+    return made;
+  };
+
+  /** grpc-js's generated client, the reference the errors are compared with. */
+  const generatedClient = (target: string): PetServiceClient => {
+    const made = new PetServiceClient(target, credentials.createInsecure());
     cleanups.push(() => made.close());
     return made;
   };
@@ -281,14 +249,14 @@ describe('createPetServiceClient (@petstore/proto) against real gRPC servers on 
       // Kubernetes' DNS caches a headless Service's records for 5 s by default (CoreDNS ttl), and
       // endpoints take a few seconds to change: 15 s is left for both.
       expect(DEFAULT_MAX_CONNECTION_AGE_MS * 1.1 + MIN_RESOLUTION_INTERVAL_MS).to.be.at.most(45_000);
-      expect(defaultChannelOptions()['grpc.dns_min_time_between_resolutions_ms']).to.equal(MIN_RESOLUTION_INTERVAL_MS);
+      expect(defaultTransportOptions().minResolutionIntervalMs).to.equal(MIN_RESOLUTION_INTERVAL_MS);
     });
 
     it('calls a new replica within a connection age, stops calling a removed one within the same bound, and fails no read or create', async () => {
       const replicas = await replicasOnOnePort(['first', 'second', 'third'], { maxConnectionAgeMs: AGE_MS });
       for (const replica of replicas) cleanups.push(() => replica.shutdown());
       cleanups.push(addFakeDnsName('pets.test', ['127.0.0.1', '127.0.0.2']));
-      const pets = client(`dns:///pets.test:${replicas[0]!.port}`, { channelOptions: { 'grpc.dns_min_time_between_resolutions_ms': RESOLUTION_MS } });
+      const pets = client(`dns:///pets.test:${replicas[0]!.port}`, { transportOptions: { minResolutionIntervalMs: RESOLUTION_MS } });
       /** Calls one after another until `done` holds of the replica that answered; every call must succeed. */
       const callUntil = async (done: (name: string) => boolean): Promise<Set<string>> => {
         const seen = new Set<string>();
@@ -303,10 +271,10 @@ describe('createPetServiceClient (@petstore/proto) against real gRPC servers on 
       };
 
       const before = await callUntil((name) => name === 'second');
-      // Round robin asks for a new resolution while its second connection comes up, and grpc-js
-      // may hold that one back by its resolution backoff (at most grpc.max_reconnect_backoff_ms,
-      // 1 s in defaultChannelOptions). Calls go on for three times that before the name changes,
-      // so that only a recycled connection can make the channel resolve the name again.
+      // A connection that fails or goes away asks for a new resolution, which may be held back by
+      // the resolution backoff (at most the client's 1 s longest reconnect backoff). Calls go on for
+      // three times that before the name changes, so that only a recycled connection (or the
+      // periodic refresh) can make the transport resolve the name again.
       for (const settling = Date.now(); Date.now() - settling < 3000; ) before.add((await pets.getPet({ id: '1' })).pet!.name);
       expect([...before]).to.have.members(['first', 'second']);
 
@@ -324,6 +292,33 @@ describe('createPetServiceClient (@petstore/proto) against real gRPC servers on 
     });
   });
 
+  it('loses no read and no create while the pet service recycles every connection under concurrent load (GOAWAY every 200 ms)', async () => {
+    const server = await petService({ maxConnectionAgeMs: 200 });
+    cleanups.push(() => server.shutdown());
+    // Through a TCP proxy that counts the connections made.
+    const counting = await startTcpProxy(server.port);
+    cleanups.push(() => counting.close());
+    const pets = client(`127.0.0.1:${counting.port}`, { retryReads: false });
+    const failures: string[] = [];
+    let calls = 0;
+    const until = Date.now() + 4000;
+    const worker = async (index: number): Promise<void> => {
+      for (let call = 0; Date.now() < until; call += 1) {
+        // Reads with their retries off, and creates (never retried on UNAVAILABLE): only the
+        // transport's resending of refused streams can keep them from failing.
+        const made = index % 2 === 0 ? pets.listPets(LIST) : pets.createPet({ name: `Rex ${index}.${call}`, categoryId: '1', status: 0 });
+        await made.then(
+          () => (calls += 1),
+          (error: ServiceError) => failures.push(`${error.code} ${error.details}`),
+        );
+      }
+    };
+    await Promise.all(Array.from({ length: 16 }, (_, index) => worker(index)));
+    expect(failures, `${failures.length} of ${calls + failures.length} calls failed`).to.deep.equal([]);
+    expect(calls).to.be.above(100);
+    expect(counting.accepted.length, 'connections recycled under the calls').to.be.at.least(8);
+  });
+
   describe('a unary answer as grpc-js checks it (a server on node:http2: no gRPC library answers so)', () => {
     const PET_RESPONSE = GetPetResponse.encode({ pet: PET }).finish();
     const ANSWERS: ReadonlyArray<readonly [string, RawAnswer]> = [
@@ -339,9 +334,9 @@ describe('createPetServiceClient (@petstore/proto) against real gRPC servers on 
         cleanups.push(() => server.close());
         const pets = client(`127.0.0.1:${server.port}`);
         const ours = await errorOf(pets.getPet({ id: '1' }));
-        expect(pets.client.getChannel(), 'the generated client shares the channel').to.equal(pets.channel);
+        const reference = generatedClient(`127.0.0.1:${server.port}`);
         const generated = await errorOf(
-          new Promise((resolve, reject) => pets.client.getPet({ id: '1' }, new Metadata(), { deadline: Date.now() + 2000 }, (error, response) => (error ? reject(error) : resolve(response)))),
+          new Promise((resolve, reject) => reference.getPet({ id: '1' }, new Metadata(), { deadline: Date.now() + 2000 }, (error, response) => (error ? reject(error) : resolve(response)))),
         );
         expect(ours).to.deep.equal(generated);
         expect(ours.code, 'not OK').to.not.equal(Status.OK);
@@ -356,8 +351,9 @@ describe('createPetServiceClient (@petstore/proto) against real gRPC servers on 
       expect(ours).to.include({ code: Status.INTERNAL });
       expect(ours.details).to.match(/^Request message serialization failure: /);
       expect(server.calls).to.equal(0);
+      const reference = generatedClient(`127.0.0.1:${server.port}`);
       const generated = await errorOf(
-        new Promise((resolve, reject) => pets.client.getPet({ id: 'not a number' }, new Metadata(), { deadline: Date.now() + 2000 }, (error, response) => (error ? reject(error) : resolve(response)))),
+        new Promise((resolve, reject) => reference.getPet({ id: 'not a number' }, new Metadata(), { deadline: Date.now() + 2000 }, (error, response) => (error ? reject(error) : resolve(response)))),
       );
       expect(ours).to.deep.equal(generated);
     });
@@ -489,12 +485,12 @@ describe('createPetServiceClient (@petstore/proto) against real gRPC servers on 
   });
 
   it('detects a connection gone silent with keepalive pings, where without them a call waits out its deadline', async () => {
-    expect(defaultChannelOptions(), 'keepalive is on by default').to.include({ 'grpc.keepalive_permit_without_calls': 1 }).and.have.property('grpc.keepalive_time_ms');
+    expect(defaultTransportOptions().keepalive, 'keepalive is on by default').to.deep.equal(DEFAULT_KEEPALIVE);
     const server = await petService();
     cleanups.push(() => server.shutdown());
     const outcomes: Status[] = [];
     for (const keepalive of [{ timeMs: 100, timeoutMs: 200 }, false] as const) {
-      const proxy = await freezableProxy(server.port);
+      const proxy = await startTcpProxy(server.port);
       cleanups.push(() => proxy.close());
       const pets = client(`127.0.0.1:${proxy.port}`, { keepalive, deadlineMs: 3000 });
       await pets.listPets(LIST);

@@ -31,8 +31,9 @@ const CONTENTS: Record<'proto' | 'client', { readonly allowed: readonly RegExp[]
       /^package\.json$/,
       /^README\.md$/,
       /^[a-z0-9-]+\.m?ts$/,
+      /^transport\/[a-z0-9-]+\.ts$/,
       /^gen\/[a-z0-9/_]+\.ts$/,
-      /^dist\/(gen\/[a-z0-9/_]+\/)?[a-z0-9_-]+\.(js|mjs|d\.ts|d\.mts)(\.map)?$/,
+      /^dist\/(gen\/[a-z0-9/_]+\/|transport\/)?[a-z0-9_-]+\.(js|mjs|d\.ts|d\.mts)(\.map)?$/,
       /^(petstore|google)\/[a-z0-9/_]+\.proto$/,
     ],
     required: [
@@ -40,6 +41,9 @@ const CONTENTS: Record<'proto' | 'client', { readonly allowed: readonly RegExp[]
       'petstore/v1/pet_service.proto',
       'google/rpc/status.proto',
       'google/rpc/error_details.proto',
+      'transport/unary-transport.ts',
+      'dist/transport/unary-transport.js',
+      'dist/transport/unary-transport.d.ts',
     ],
   },
   client: {

@@ -9,6 +9,8 @@ const assert = require('node:assert/strict');
 const { randomUUID } = require('node:crypto');
 const { existsSync } = require('node:fs');
 const { join } = require('node:path');
+// The Metadata class calls take: @petstore/proto's dependency, as a customer's program has it.
+const { Metadata } = require('@grpc/grpc-js');
 
 const INT64_MAX = '9223372036854775807';
 const PETS = 250;
@@ -76,7 +78,7 @@ async function checkHttpClient({ createPetstoreClient, PetstoreError }, env) {
 }
 
 async function checkGrpcClient(proto, env) {
-  const { callMetadata, createPetServiceClient, fieldViolationOf, PetStatus, PET_SERVICE_PROTO, PROTO_ROOT } = proto;
+  const { callMetadata, createPetServiceClient, createUnaryTransport, fieldViolationOf, GetPetRequest, GetPetResponse, PetServiceService, PetStatus, PET_SERVICE_PROTO, PROTO_ROOT } = proto;
   assert.ok(existsSync(join(PROTO_ROOT, PET_SERVICE_PROTO)), 'the .proto file ships with the package');
   const pets = createPetServiceClient(env.PET_SERVICE_TARGET, { callerId: 'svc:release-check' });
   try {
@@ -97,6 +99,17 @@ async function checkGrpcClient(proto, env) {
     );
     assert.equal(invalid.code, 3, 'INVALID_ARGUMENT');
     assert.equal(fieldViolationOf(invalid.metadata)?.field, 'category_id');
+    assert.equal(pets.transport.state(), 'READY');
+    assert.ok(pets.transport.connections().ready >= 1, 'a ready connection');
+
+    // The transport alone, for any unary method: the response's bytes.
+    const transport = createUnaryTransport(env.PET_SERVICE_TARGET);
+    try {
+      const bytes = await transport.call(PetServiceService.getPet.path, GetPetRequest.encode({ id: created.pet.id }).finish(), new Metadata(), { deadline: Date.now() + 2000 });
+      assert.equal(GetPetResponse.decode(bytes).pet.name, 'Rex over gRPC');
+    } finally {
+      transport.close();
+    }
   } finally {
     pets.close();
   }

@@ -4,13 +4,19 @@
 import { createPetstoreClient, type Pet, type PetstoreClient, PetstoreError, type RateLimitSnapshot } from '@petstore/client';
 import {
   callMetadata,
+  type ConnectionState,
   type CreatedPet,
   createPetServiceClient,
+  createUnaryTransport,
   fieldViolationOf,
   type FieldViolation,
+  PetServiceService,
   PetStatus,
   type PromisePetServiceClient,
+  type TransportState,
+  type UnaryTransport,
 } from '@petstore/proto';
+import { Metadata } from '@grpc/grpc-js';
 import { BadRequest } from '@petstore/proto/gen/google/rpc/error_details';
 
 export async function http(baseUrl: string, apiKey: string): Promise<bigint> {
@@ -42,7 +48,17 @@ export async function grpc(target: string): Promise<FieldViolation | undefined> 
   );
   const categoryId: string | undefined = created.pet?.categoryId;
   void categoryId;
+  const state: TransportState = pets.transport.state();
+  const ready: number = pets.transport.connections().ready;
+  void state;
+  void ready;
   pets.close();
+  const transport: UnaryTransport = createUnaryTransport(target, { keepalive: false, backoff: { initialMs: 100 }, proxy: false });
+  const bytes0: Buffer = await transport.call(PetServiceService.getPet.path, new Uint8Array([8, 1]), new Metadata(), { deadline: Date.now() + 1000, signal: AbortSignal.timeout(1000) });
+  const counts: Readonly<Record<ConnectionState, number>> = transport.connections();
+  void bytes0;
+  void counts;
+  transport.close();
   const bytes: Uint8Array = BadRequest.encode({ fieldViolations: [] }).finish();
   void bytes;
   return fieldViolationOf(undefined);
