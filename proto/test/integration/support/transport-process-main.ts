@@ -9,7 +9,11 @@ import type { CallOutcome, CallRequest, Closed, Inspection, MetadataJson, Reques
  * fails on it. Its own resources are counted here too, where nothing else keeps any.
  */
 
-const RESOURCES_SETTLE_MS = 2_000;
+/**
+ * How long close() may take to release sockets: well below the parent's call timeouts, so that a
+ * call's timer left running after the call ended is still there when the resources are compared.
+ */
+const RESOURCES_SETTLE_MS = 500;
 
 let transport: UnaryTransport | undefined;
 let baseline: string[] = [];
@@ -70,7 +74,7 @@ async function close(): Promise<Closed> {
   const until = Date.now() + RESOURCES_SETTLE_MS;
   let resources = activeResources();
   while (resources.join() !== baseline.join() && Date.now() < until) {
-    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setTimeout(resolve, 5));
     resources = activeResources();
   }
   transport = undefined;

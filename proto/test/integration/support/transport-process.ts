@@ -82,7 +82,13 @@ export interface TransportProcess {
 }
 
 export async function startTransportProcess(): Promise<TransportProcess> {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', MAIN], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+  // tsx writes its compile cache asynchronously: off, so that no file write of its own shows among
+  // the resources the transport is held to.
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+    cwd: ROOT,
+    env: { ...process.env, TSX_DISABLE_CACHE: '1' },
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
   const stderr: string[] = [];
   createInterface({ input: child.stderr! }).on('line', (line) => stderr.push(line));
   createInterface({ input: child.stdout! }).on('line', (line) => stderr.push(`stdout: ${line}`));
