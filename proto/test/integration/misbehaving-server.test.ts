@@ -290,6 +290,8 @@ describe('createUnaryTransport against a misbehaving HTTP/2 server', function ()
       expect(streamsOf('refused-once').map((record) => record.rstCode)).to.deep.equal([http2.NGHTTP2_REFUSED_STREAM, http2.NGHTTP2_NO_ERROR]);
     });
 
+    // gRFC A6 retries a stream the server refused transparently once; a client that kept resending
+    // would hammer a server that refuses everything until each call's deadline.
     it('before any response: REFUSED_STREAM every time is UNAVAILABLE, after a bounded number of attempts, not at the deadline', async () => {
       const error = await failure('rst-REFUSED_STREAM');
       expect(error.code).to.equal(Status.UNAVAILABLE);
