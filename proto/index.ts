@@ -22,3 +22,7 @@ export const PROTO_ROOT = dirname(require.resolve('@petstore/proto/package.json'
 /** The service's .proto file, relative to {@link PROTO_ROOT}. */
 export const PET_SERVICE_PROTO = join('petstore', 'v1', 'pet_service.proto');
 export * from './strict-utf8';
+export { createUnaryTransport, DEFAULT_MAX_RECEIVE_MESSAGE_BYTES, DEFAULT_MIN_RESOLUTION_INTERVAL_MS, DEFAULT_RESOLUTION_REFRESH_MS } from './transport/unary-transport';
+export type { BackoffOptions, ConnectionState, Lookup, TransportState, UnaryCallOptions, UnaryTransport, UnaryTransportOptions } from './transport/unary-transport';
+export { GRPC_CONNECTION_BACKOFF } from './transport/connection-backoff';
+export { InvalidTargetError } from './transport/target';

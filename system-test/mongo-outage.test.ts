@@ -1,4 +1,4 @@
-import { Channel, credentials } from '@grpc/grpc-js';
+import { createUnaryTransport } from '@petstore/proto';
 import { expect } from 'chai';
 import { MongoPetRepository } from '../pet-service/src/store/mongo-pet-repository';
 import { petServiceHealthCheck } from '../gateway/src/pet-service-client/readiness';
@@ -42,8 +42,8 @@ describe('gateway and pet service while MongoDB is unreachable (real FerretDB, s
     const created = await send('POST', '/v1/pets');
     expect(created.status).to.equal(201);
     const id = (created.body as { id: number }).id;
-    const channel = new Channel(`127.0.0.1:${stack.petService.port}`, credentials.createInsecure(), {});
-    const health = petServiceHealthCheck(channel, 2000);
+    const transport = createUnaryTransport(`127.0.0.1:${stack.petService.port}`);
+    const health = petServiceHealthCheck(transport, 2000);
 
     await server.stop();
     for (const [method, path] of [['GET', '/v1/pets'], ['POST', '/v1/pets'], ['GET', `/v1/pets/${id}`]] as const) {
@@ -62,6 +62,6 @@ describe('gateway and pet service while MongoDB is unreachable (real FerretDB, s
     expect(listed.status).to.equal(200);
     expect((listed.body as Array<{ id: number }>).map((pet) => pet.id)).to.deep.equal([id]);
     expect((await send('POST', '/v1/pets')).status).to.equal(201);
-    channel.close();
+    transport.close();
   });
 });

@@ -3,8 +3,8 @@ import { createSecureServer, type Http2SecureServer } from 'node:http2';
 import { type AddressInfo, connect as connectTcp } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
-import { type ChannelOptions, connectivityState, status as Status, type ServiceError } from '@grpc/grpc-js';
-import { CertificateFiles, createPetServiceClient, PetStatus, type PromisePetServiceClient } from '@petstore/proto';
+import { status as Status, type ServiceError } from '@grpc/grpc-js';
+import { CertificateFiles, createPetServiceClient, type PetServiceClientOptions, PetStatus, type PromisePetServiceClient } from '@petstore/proto';
 import { expect } from 'chai';
 import { createServer, type RunningServer } from '../pet-service/src/server';
 import { MemoryPetRepository } from '../pet-service/src/store/memory-pet-repository';
@@ -51,11 +51,11 @@ describe('createPetServiceClient over mutual TLS to a name or an IP address', fu
     return server;
   }
 
-  function client(target: string, channelOptions?: ChannelOptions): PromisePetServiceClient {
+  function client(target: string, more: Pick<PetServiceClientOptions, 'serverNameOverride' | 'transportOptions'> = {}): PromisePetServiceClient {
     const made = createPetServiceClient(target, {
       tls: { caFile: `${files.path}/ca.crt`, certFile: `${files.path}/gateway.crt`, keyFile: `${files.path}/gateway.key` },
       retryReads: false,
-      ...(channelOptions === undefined ? {} : { channelOptions }),
+      ...more,
     });
     clients.push(made);
     return made;
@@ -124,13 +124,13 @@ describe('createPetServiceClient over mutual TLS to a name or an IP address', fu
     await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
     servers.push({ shutdown: () => new Promise((resolve) => proxy.close(() => resolve())) });
     const proxyPort = (proxy.address() as AddressInfo).port;
-    // grpc-js tunnels to grpc.http_connect_target through the target, as it does for a proxy set in the environment.
-    for (const [target, real] of [
+    // The transport tunnels to the target through the proxy, as it does for a proxy set in the environment.
+    for (const [proxyAddress, real] of [
       [`localhost:${proxyPort}`, `dns:///127.0.0.1:${port}`],
       [`127.0.0.1:${proxyPort}`, `dns:///localhost:${port}`],
     ]) {
       tunnelled.length = 0;
-      expect((await client(target!, { 'grpc.http_connect_target': real }).listPets(LIST)).pets, real).to.deep.equal([]);
+      expect((await client(real!, { transportOptions: { proxy: proxyAddress! } }).listPets(LIST)).pets, real).to.deep.equal([]);
       expect(tunnelled, real).to.include(real!.replace('dns:///', ''));
     }
   });
@@ -150,19 +150,19 @@ describe('createPetServiceClient over mutual TLS to a name or an IP address', fu
     after(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
     /** What a new client's first handshake with the probe asked for. */
-    async function sniOf(target: (port: number) => string, channelOptions?: ChannelOptions): Promise<TLSSocket['servername']> {
+    async function sniOf(target: (port: number) => string, serverNameOverride?: string): Promise<TLSSocket['servername']> {
       asked.length = 0;
-      const { channel } = client(target((server.address() as AddressInfo).port), channelOptions);
-      channel.getConnectivityState(true);
-      await waitFor(() => asked.length > 0, 5000, () => `channel ${connectivityState[channel.getConnectivityState(false)]}`);
+      const { transport } = client(target((server.address() as AddressInfo).port), serverNameOverride === undefined ? {} : { serverNameOverride });
+      transport.state(true);
+      await waitFor(() => asked.length > 0, 5000, () => `transport ${transport.state()}`);
       return asked[0]!;
     }
 
-    it('is the name for a name target, none for an address, and the override where grpc.ssl_target_name_override is set', async () => {
+    it('is the name for a name target, none for an address, and the override where serverNameOverride is set', async () => {
       expect(await sniOf((port) => `localhost:${port}`)).to.equal('localhost');
       expect(await sniOf((port) => `127.0.0.1:${port}`)).to.equal(false);
       expect(await sniOf((port) => `dns:///127.0.0.1:${port}`)).to.equal(false);
-      expect(await sniOf((port) => `127.0.0.1:${port}`, { 'grpc.ssl_target_name_override': 'localhost' })).to.equal('localhost');
+      expect(await sniOf((port) => `127.0.0.1:${port}`, 'localhost')).to.equal('localhost');
     });
   });
 });

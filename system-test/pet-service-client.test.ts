@@ -1,13 +1,15 @@
 import { createServer as createTcpServer, connect, type Server as TcpServer, type Socket } from 'node:net';
-import { Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
+import { credentials, Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
 import {
   callMetadata,
   CreatePetResponse,
   createPetServiceClient,
-  defaultChannelOptions,
+  DEFAULT_KEEPALIVE,
+  defaultTransportOptions,
   GetPetResponse,
   ListPetsResponse,
   MIN_RESOLUTION_INTERVAL_MS,
+  PetServiceClient,
   type PetServiceMethod,
   type PromisePetServiceClient,
   READ_RETRY_BACKOFF_MS,
@@ -133,6 +135,13 @@ describe('createPetServiceClient (@petstore/proto) against real gRPC servers on 
   const cleanups: Array<() => unknown> = [];
   const client = (target: string, options: Parameters<typeof createPetServiceClient>[1] = {}): PromisePetServiceClient => {
     const made = createPetServiceClient(target, options);
+    cleanups.push(() => made.close());
+    return made;
+  };
+
+  /** grpc-js's generated client, the reference the errors are compared with. */
+  const generatedClient = (target: string): PetServiceClient => {
+    const made = new PetServiceClient(target, credentials.createInsecure());
     cleanups.push(() => made.close());
     return made;
   };
@@ -281,14 +290,14 @@ describe('createPetServiceClient (@petstore/proto) against real gRPC servers on 
       // Kubernetes' DNS caches a headless Service's records for 5 s by default (CoreDNS ttl), and
       // endpoints take a few seconds to change: 15 s is left for both.
       expect(DEFAULT_MAX_CONNECTION_AGE_MS * 1.1 + MIN_RESOLUTION_INTERVAL_MS).to.be.at.most(45_000);
-      expect(defaultChannelOptions()['grpc.dns_min_time_between_resolutions_ms']).to.equal(MIN_RESOLUTION_INTERVAL_MS);
+      expect(defaultTransportOptions().minResolutionIntervalMs).to.equal(MIN_RESOLUTION_INTERVAL_MS);
     });
 
     it('calls a new replica within a connection age, stops calling a removed one within the same bound, and fails no read or create', async () => {
       const replicas = await replicasOnOnePort(['first', 'second', 'third'], { maxConnectionAgeMs: AGE_MS });
       for (const replica of replicas) cleanups.push(() => replica.shutdown());
       cleanups.push(addFakeDnsName('pets.test', ['127.0.0.1', '127.0.0.2']));
-      const pets = client(`dns:///pets.test:${replicas[0]!.port}`, { channelOptions: { 'grpc.dns_min_time_between_resolutions_ms': RESOLUTION_MS } });
+      const pets = client(`dns:///pets.test:${replicas[0]!.port}`, { transportOptions: { minResolutionIntervalMs: RESOLUTION_MS } });
       /** Calls one after another until `done` holds of the replica that answered; every call must succeed. */
       const callUntil = async (done: (name: string) => boolean): Promise<Set<string>> => {
         const seen = new Set<string>();
@@ -303,10 +312,10 @@ describe('createPetServiceClient (@petstore/proto) against real gRPC servers on 
       };
 
       const before = await callUntil((name) => name === 'second');
-      // Round robin asks for a new resolution while its second connection comes up, and grpc-js
-      // may hold that one back by its resolution backoff (at most grpc.max_reconnect_backoff_ms,
-      // 1 s in defaultChannelOptions). Calls go on for three times that before the name changes,
-      // so that only a recycled connection can make the channel resolve the name again.
+      // A connection that fails or goes away asks for a new resolution, which may be held back by
+      // the resolution backoff (at most the client's 1 s longest reconnect backoff). Calls go on for
+      // three times that before the name changes, so that only a recycled connection (or the
+      // periodic refresh) can make the transport resolve the name again.
       for (const settling = Date.now(); Date.now() - settling < 3000; ) before.add((await pets.getPet({ id: '1' })).pet!.name);
       expect([...before]).to.have.members(['first', 'second']);
 
@@ -339,9 +348,9 @@ describe('createPetServiceClient (@petstore/proto) against real gRPC servers on 
         cleanups.push(() => server.close());
         const pets = client(`127.0.0.1:${server.port}`);
         const ours = await errorOf(pets.getPet({ id: '1' }));
-        expect(pets.client.getChannel(), 'the generated client shares the channel').to.equal(pets.channel);
+        const reference = generatedClient(`127.0.0.1:${server.port}`);
         const generated = await errorOf(
-          new Promise((resolve, reject) => pets.client.getPet({ id: '1' }, new Metadata(), { deadline: Date.now() + 2000 }, (error, response) => (error ? reject(error) : resolve(response)))),
+          new Promise((resolve, reject) => reference.getPet({ id: '1' }, new Metadata(), { deadline: Date.now() + 2000 }, (error, response) => (error ? reject(error) : resolve(response)))),
         );
         expect(ours).to.deep.equal(generated);
         expect(ours.code, 'not OK').to.not.equal(Status.OK);
@@ -356,8 +365,9 @@ describe('createPetServiceClient (@petstore/proto) against real gRPC servers on 
       expect(ours).to.include({ code: Status.INTERNAL });
       expect(ours.details).to.match(/^Request message serialization failure: /);
       expect(server.calls).to.equal(0);
+      const reference = generatedClient(`127.0.0.1:${server.port}`);
       const generated = await errorOf(
-        new Promise((resolve, reject) => pets.client.getPet({ id: 'not a number' }, new Metadata(), { deadline: Date.now() + 2000 }, (error, response) => (error ? reject(error) : resolve(response)))),
+        new Promise((resolve, reject) => reference.getPet({ id: 'not a number' }, new Metadata(), { deadline: Date.now() + 2000 }, (error, response) => (error ? reject(error) : resolve(response)))),
       );
       expect(ours).to.deep.equal(generated);
     });
@@ -489,7 +499,7 @@ describe('createPetServiceClient (@petstore/proto) against real gRPC servers on 
   });
 
   it('detects a connection gone silent with keepalive pings, where without them a call waits out its deadline', async () => {
-    expect(defaultChannelOptions(), 'keepalive is on by default').to.include({ 'grpc.keepalive_permit_without_calls': 1 }).and.have.property('grpc.keepalive_time_ms');
+    expect(defaultTransportOptions().keepalive, 'keepalive is on by default').to.deep.equal(DEFAULT_KEEPALIVE);
     const server = await petService();
     cleanups.push(() => server.shutdown());
     const outcomes: Status[] = [];

@@ -29,7 +29,7 @@ describe('store outage: pet store -> pet-service health -> gateway /readyz', () 
     const petClient = createPetClient({ target: `127.0.0.1:${petService.port}`, timeoutMs: 2000 });
     const admin = createAdminApp({
       registry: createMetrics().registry,
-      readinessChecks: { petService: petServiceHealthCheck(petClient.channel, 2000) },
+      readinessChecks: { petService: petServiceHealthCheck(petClient.transport, 2000) },
       draining: () => false,
       limiter: new MemoryRateLimiter({ now: Date.now }),
       logger: pino({ level: 'silent' }),

@@ -1,15 +1,26 @@
 /**
  * Floor variant m: node:http and one ListPets per request on grpc-js's own `Channel`
- * (`createCall`), with `createPetServiceClient`'s channel options (round_robin, keepalive,
- * reconnect backoff), the request encoded and the response decoded by the generated service
- * definition, a deadline per call; no generated Client, no interceptors, no retries but one of a
- * stream refused as its connection is recycled. The floor of grpc-js under variant b.
+ * (`createCall`), with the channel options `createPetServiceClient` gave grpc-js before it had a
+ * transport of its own (round_robin, keepalive, reconnect backoff), the request encoded and the
+ * response decoded by the generated service definition, a deadline per call; no generated Client,
+ * no interceptors, no retries but one of a stream refused as its connection is recycled. The floor
+ * of grpc-js, kept for comparison with the client's own transport (b).
  */
-import { Channel, credentials, Metadata, status as Status } from '@grpc/grpc-js';
-import { defaultChannelOptions, type ListPetsRequest, type ListPetsResponse, PetServiceService } from '@petstore/proto';
+import { Channel, type ChannelOptions, credentials, Metadata, status as Status } from '@grpc/grpc-js';
+import { type ListPetsRequest, type ListPetsResponse, PetServiceService } from '@petstore/proto';
 import { DEADLINE_MS, PET_SERVICE_ADDR, serveListPets } from './variant-server';
 
-const channel = new Channel(PET_SERVICE_ADDR, credentials.createInsecure(), defaultChannelOptions());
+const CHANNEL_OPTIONS: ChannelOptions = {
+  'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
+  'grpc.dns_min_time_between_resolutions_ms': 10_000,
+  'grpc.initial_reconnect_backoff_ms': 100,
+  'grpc.max_reconnect_backoff_ms': 1000,
+  'grpc.keepalive_time_ms': 10_000,
+  'grpc.keepalive_timeout_ms': 5_000,
+  'grpc.keepalive_permit_without_calls': 1,
+};
+
+const channel = new Channel(PET_SERVICE_ADDR, credentials.createInsecure(), CHANNEL_OPTIONS);
 const { path, requestSerialize, responseDeserialize } = PetServiceService.listPets;
 
 /** One unary call: the status settles it, with the one response if OK. */

@@ -83,7 +83,7 @@ describe('deploy/scripts/make-secrets.sh: the Secrets the overlays expect, consi
       const server = await createServer({ host: '127.0.0.1', port: 0, repository: new MemoryPetRepository(), pageTokenSecret: 's', tls: { certificates, requireClientCertificate: true } });
       const client = createPetServiceClient(`127.0.0.1:${server.port}`, {
         tls: { caFile: write('gateway-pet-service-tls', 'ca.crt'), certFile: write('gateway-pet-service-tls', 'tls.crt'), keyFile: write('gateway-pet-service-tls', 'tls.key') },
-        channelOptions: { 'grpc.ssl_target_name_override': dialled },
+        serverNameOverride: dialled,
       });
       try {
         await client.listPets({ pageSize: 1, pageToken: '', status: PetStatus.PET_STATUS_UNSPECIFIED });

@@ -143,7 +143,7 @@ async function serve({ config, apiKeys: initialKeys, routes }: Settings, logger:
   const apiKeys = createKeysFileReloader({ path: config.apiKeysFile, initial: initialKeys, logger, metrics });
   process.on('SIGHUP', () => apiKeys.reload('SIGHUP', true));
   const petClient = createPetClient({ target: config.petServiceAddress, timeoutMs: config.petServiceTimeoutMs, metrics, tls: config.petServiceTls, logger });
-  metrics.checkPetServiceWith(petServiceHealthCheck(petClient.channel, Math.min(config.petServiceTimeoutMs, SCRAPE_HEALTH_CHECK_MS)));
+  metrics.checkPetServiceWith(petServiceHealthCheck(petClient.transport, Math.min(config.petServiceTimeoutMs, SCRAPE_HEALTH_CHECK_MS)));
   const { limiter, redisCheck, heartbeat } = await createLimiter(config, logger, true, metrics);
   const tracing = createTracing(config.tracing, { onExportFailure: logExportFailures(logger) });
   let draining = false;
@@ -222,7 +222,7 @@ async function listenAdmin(config: GatewayConfig, logger: Logger, port: number, 
   const { redisCheck, limiter } = parts.limiter;
   const admin = createAdminApp({
     registry: parts.registry,
-    readinessChecks: { petService: petServiceHealthCheck(parts.petClient.channel, config.petServiceTimeoutMs), ...parts.moreChecks },
+    readinessChecks: { petService: petServiceHealthCheck(parts.petClient.transport, config.petServiceTimeoutMs), ...parts.moreChecks },
     reportedChecks: { ...(redisCheck === undefined ? {} : { redis: redisCheck }), ...upstreamChecks(parts.routes) },
     draining: parts.draining,
     limiter,
