@@ -1,3 +1,4 @@
+import { createHook } from 'node:async_hooks';
 import { Metadata, type ServiceError } from '@grpc/grpc-js';
 import { createUnaryTransport, fieldViolationOf, type UnaryTransport } from '@petstore/proto';
 import type { CallOutcome, CallRequest, Closed, Inspection, MetadataJson, Request, Response } from './transport-process';
@@ -18,8 +19,26 @@ const RESOURCES_SETTLE_MS = 500;
 let transport: UnaryTransport | undefined;
 let baseline: string[] = [];
 
+/**
+ * Sockets, connects, lookups, file requests and timers alive now, unref'd ones included, which
+ * process.getActiveResourcesInfo() leaves out (a transport unrefs an idle connection and its
+ * keepalive timer): counted from async_hooks' init and destroy, which for these types come as the
+ * resource opens and closes, not with garbage collection.
+ */
+const TRACKED_TYPES = new Set(['TCPWRAP', 'TLSWRAP', 'TCPCONNECTWRAP', 'GETADDRINFOREQWRAP', 'FSREQCALLBACK', 'FSEVENTWRAP', 'STATWATCHER', 'Timeout']);
+const alive = new Map<number, string>();
+createHook({
+  init: (id, type) => {
+    if (TRACKED_TYPES.has(type)) alive.set(id, type);
+  },
+  destroy: (id) => {
+    alive.delete(id);
+  },
+}).enable();
+
+/** What keeps the process alive (getActiveResourcesInfo), then every tracked resource alive, `alive:` before its type. */
 function activeResources(): string[] {
-  return process.getActiveResourcesInfo().sort();
+  return [...process.getActiveResourcesInfo().sort(), ...[...alive.values()].map((type) => `alive:${type}`).sort()];
 }
 
 function metadataJson(metadata: Metadata): MetadataJson {
@@ -67,18 +86,31 @@ function inspect(): Inspection {
   return { state: transport!.state(), connections: { ...transport!.connections() }, activeResources: activeResources() };
 }
 
-/** Closes the transport, then waits (bounded) for this process's resources to be the baseline again. */
+/**
+ * Closes the transport, then waits (bounded) for its connections to be gone and this process's
+ * resources to be the baseline again, and says what they were then.
+ */
 async function close(): Promise<Closed> {
   transport!.close();
-  const closed = inspect();
   const until = Date.now() + RESOURCES_SETTLE_MS;
-  let resources = activeResources();
-  while (resources.join() !== baseline.join() && Date.now() < until) {
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    resources = activeResources();
+  let closed = inspect();
+  const settled = (): boolean => closed.activeResources.join() === baseline.join() && Object.values(closed.connections).every((count) => count === 0);
+  while (!settled() && Date.now() < until) {
+    // Not a timer of its own, which would be counted.
+    await new Promise((resolve) => setImmediate(resolve));
+    closed = inspect();
   }
   transport = undefined;
-  return { ...closed, baseline, activeResources: resources };
+  return { ...closed, baseline };
+}
+
+/** Closes the transport if one is open, and waits (bounded) for its sockets to be gone, checking nothing. */
+async function discard(): Promise<null> {
+  transport?.close();
+  transport = undefined;
+  const until = Date.now() + 2_000;
+  while ([...alive.values()].some((type) => type === 'TCPWRAP' || type === 'TLSWRAP') && Date.now() < until) await new Promise((resolve) => setImmediate(resolve));
+  return null;
 }
 
 async function handle(request: Request): Promise<unknown> {
@@ -95,9 +127,7 @@ async function handle(request: Request): Promise<unknown> {
     case 'close':
       return close();
     case 'discard':
-      transport?.close();
-      transport = undefined;
-      return null;
+      return discard();
   }
 }
 

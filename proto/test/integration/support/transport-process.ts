@@ -50,11 +50,18 @@ export type CallOutcome =
 export interface Inspection {
   readonly state: string;
   readonly connections: Record<string, number>;
-  /** process.getActiveResourcesInfo(), sorted. */
+  /**
+   * process.getActiveResourcesInfo(), sorted, then its sockets, lookups, file requests and timers
+   * alive, unref'd ones included (`alive:TCPWRAP`, `alive:Timeout`, ...), from async_hooks.
+   */
   readonly activeResources: string[];
 }
 
-/** After close(): the transport's state then, and the process's resources before it was made and after. */
+/**
+ * After close(), once its connections were gone and the resources back to the baseline, or after
+ * the longest wait for them: the transport's state and connections then, and the process's
+ * resources before the transport was made and then.
+ */
 export interface Closed extends Inspection {
   readonly baseline: string[];
 }
@@ -69,7 +76,10 @@ export interface TransportProcess {
   call(request: CallRequest): Promise<CallOutcome>;
   inspect(): Promise<Inspection>;
   close(): Promise<Closed>;
-  /** Closes the transport if one is open, checking nothing: after a test that failed midway. */
+  /**
+   * Closes the transport if one is open and waits a little for its sockets to be gone, checking
+   * nothing: after a test that failed midway, so that the next one starts from nothing.
+   */
   discard(): Promise<void>;
   /** Whether it is still running; its exit code or signal once it is not. */
   exited(): { code: number | null; signal: NodeJS.Signals | null } | undefined;
