@@ -12,6 +12,7 @@ export interface ReceivedCall {
   /** Which connection it came on: 0 for the server's first, in order of arrival. */
   readonly session: number;
   readonly stream: ServerHttp2Stream;
+  /** The request's body after the first length prefix: the message, for a well-formed request. */
   readonly request: Buffer;
 }
 
@@ -132,7 +133,7 @@ export async function startMisbehavingServer(behaviours: Readonly<Record<string,
         stream.respond({ ...GRPC_RESPONSE_HEADERS, 'grpc-status': '12', 'grpc-message': `no misbehaviour ${method}` }, { endStream: true });
         return;
       }
-      behaviour({ method, attempt, session, stream, request: Buffer.concat(chunks) }, running);
+      behaviour({ method, attempt, session, stream, request: Buffer.concat(chunks).subarray(5) }, running);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -51,9 +51,10 @@ function hpackLiterals(fields: ReadonlyArray<readonly [string, string]>): Buffer
 
 export interface RawH2Server {
   readonly port: number;
-  /** Connections open now, and accepted so far. */
+  /** Connections open now, accepted so far, and closed so far. */
   openSockets(): number;
   readonly socketsAccepted: number;
+  readonly socketsClosed: number;
   /** The error codes of the GOAWAY frames clients sent. */
   readonly goawayCodes: readonly number[];
   /** The DATA frame length sent to each stream: the client's SETTINGS_MAX_FRAME_SIZE plus one. */
@@ -66,10 +67,14 @@ export async function startOversizedFrameServer(): Promise<RawH2Server> {
   const goawayCodes: number[] = [];
   const oversizedFrames: number[] = [];
   let accepted = 0;
+  let closed = 0;
   const server = createServer((socket) => {
     accepted += 1;
     sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
+    socket.on('close', () => {
+      sockets.delete(socket);
+      closed += 1;
+    });
     socket.on('error', () => socket.destroy());
     let buffered = Buffer.alloc(0);
     let prefaceRead = false;
@@ -126,6 +131,9 @@ export async function startOversizedFrameServer(): Promise<RawH2Server> {
     openSockets: () => sockets.size,
     get socketsAccepted() {
       return accepted;
+    },
+    get socketsClosed() {
+      return closed;
     },
     goawayCodes,
     oversizedFrames,
