@@ -5,7 +5,7 @@
  * the gateway writes:
  *
  *   a  node:http, the body precomputed: no gRPC
- *   b  node:http + `createPetServiceClient` (grpc-js), `petsToJson`
+ *   b  node:http + `createPetServiceClient` (its own transport on node:http2, every default on), `petsToJson`
  *   c  express 5 + the same call
  *   d  node:http + @connectrpc/connect-node's gRPC transport (bench/gen-es)
  *   e  node:http + a unary call written directly on node:http2
@@ -18,8 +18,10 @@
  *   j  a second process of f: two identical gateways, whose difference is the run's noise
  *   k  bench/feature-gateway.ts with everything on (the gateway's app from source, through tsx)
  *   l  the same without tracing (BENCH_WITHOUT=tracing): k − l is what propagation always costs
- *   m  node:http + grpc-js's own `Channel` (`createCall`) with the client's channel options, no
- *      generated Client, no retries, ts-proto decode: the grpc-js floor under b
+ *   m  node:http + grpc-js's own `Channel` (`createCall`) with the channel options the client gave
+ *      grpc-js before, no generated Client, no retries, ts-proto decode: the grpc-js floor
+ *   u  node:http + undici's HTTP/2 client (h2c, one connection), the gRPC framing and status read
+ *      in a dispatch handler: undici as the carrier, beside e's bare node:http2
  *   p  the peer: grpc-gateway v2 (Go) from ../shared/peer-bench, its binary at BENCH_PEER_BIN
  *      (built by that benchmark's peer-grpc-gateway/build.sh); it checks the key's SHA-256 and
  *      nothing else, and answers grpc-gateway's own body (`{"pets":[…],"nextPageToken":…}`), checked
@@ -40,6 +42,9 @@
  *
  * BENCH_ROUNDS, BENCH_ROUND_SECONDS, BENCH_WARMUP_SECONDS and BENCH_CONNECTIONS as in the other
  * benchmarks; `BENCH_FLOOR_VARIANTS=a,b,f` runs a subset; BENCH_CPU_PROF=<dir> as in `npm run bench`.
+ * `BENCH_MAX_CONNECTION_AGE_MS` sets the pet service's GRPC_MAX_CONNECTION_AGE_MS: with 2000 and one
+ * round of 30 s, every variant's connections are recycled every 2 s under load, and any read that
+ * fails (anything but a 200) fails the run.
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -84,8 +89,8 @@ const J_EXTRA_NODE_FLAGS = (process.env.BENCH_J_NODE_FLAGS ?? '').split(' ').fil
 
 const VARIANTS = {
   a: { label: 'a node:http, precomputed body', entry: 'a-bare-http' },
-  b: { label: 'b node:http + grpc-js', entry: 'b-grpc-js-http' },
-  c: { label: 'c express 5 + grpc-js', entry: 'c-grpc-js-express' },
+  b: { label: 'b node:http + createPetServiceClient', entry: 'b-pet-service-client-http' },
+  c: { label: 'c express 5 + createPetServiceClient', entry: 'c-pet-service-client-express' },
   d: { label: 'd node:http + connect-node', entry: 'd-connect-http' },
   e: { label: 'e node:http + raw node:http2', entry: 'e-raw-http2' },
   f: { label: 'f the gateway (dist)', entry: undefined },
@@ -97,6 +102,7 @@ const VARIANTS = {
   l: { label: 'l feature gateway, no tracing', entry: undefined },
   m: { label: 'm node:http + grpc-js Channel', entry: 'm-grpc-js-channel' },
   p: { label: 'p grpc-gateway (Go), the peer', entry: undefined },
+  u: { label: 'u node:http + undici h2c', entry: 'u-undici-h2c' },
 } as const;
 /** Variant p's executable: the peer benchmark's grpc-gateway build. */
 const PEER_BIN = process.env.BENCH_PEER_BIN === undefined ? undefined : resolve(process.env.BENCH_PEER_BIN);
@@ -110,11 +116,13 @@ type VariantName = keyof typeof VARIANTS;
 
 /** The comparisons the issue asks about, each printed when both of its variants ran. */
 const DIFFERENCES: ReadonlyArray<readonly [VariantName, VariantName, string]> = [
-  ['b', 'a', 'grpc-js behind node:http (b − a)'],
+  ['b', 'a', 'the client behind node:http (b − a)'],
   ['c', 'b', 'express on an asynchronous response (c − b)'],
-  ['d', 'b', 'connect-node instead of grpc-js (d − b)'],
-  ['e', 'b', 'raw node:http2 instead of grpc-js (e − b)'],
-  ['b', 'm', 'createPetServiceClient over the Channel (b − m)'],
+  ['d', 'b', 'connect-node instead of the client (d − b)'],
+  ['b', 'e', 'the client, every promise on, over bare node:http2 (b − e)'],
+  ['u', 'e', 'undici over bare node:http2 (u − e)'],
+  ['b', 'u', 'the client over undici (b − u)'],
+  ['b', 'm', 'the client against the grpc-js Channel (b − m)'],
   ['f', 'm', "the gateway's own share over the Channel floor (f − m)"],
   ['f', 'b', "the gateway's own share (f − b)"],
   ['f', 'c', 'the gateway against minimal express (f − c)'],
@@ -128,7 +136,7 @@ const DIFFERENCES: ReadonlyArray<readonly [VariantName, VariantName, string]> = 
 ];
 
 /** The peer's multiples (issue 41's targets are CPU per read as a multiple of the peer's), printed when p ran. */
-const PEER_RATIOS: readonly VariantName[] = ['f', 'b', 'm', 'e'];
+const PEER_RATIOS: readonly VariantName[] = ['f', 'b', 'm', 'e', 'u'];
 
 interface Round {
   rps: number;
@@ -300,7 +308,8 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-floor-'));
   const processes: ServiceProcess[] = [];
   try {
-    const petService = await startService('pet-service', { LOG_LEVEL: 'info', MONGODB_URI: '' }, { compiled: true, nodeFlags: [...PET_SERVICE_NODE_FLAGS, ...profileFlags()] });
+    const maxAge = process.env.BENCH_MAX_CONNECTION_AGE_MS === undefined ? {} : { GRPC_MAX_CONNECTION_AGE_MS: process.env.BENCH_MAX_CONNECTION_AGE_MS };
+    const petService = await startService('pet-service', { LOG_LEVEL: 'info', MONGODB_URI: '', ...maxAge }, { compiled: true, nodeFlags: [...PET_SERVICE_NODE_FLAGS, ...profileFlags()] });
     processes.push(petService);
     const petServiceAddr = `127.0.0.1:${petService.port}`;
     await seed(petService.port, SEED_PETS);

@@ -1,4 +1,3 @@
-import { createServer as createTcpServer, connect, type Server as TcpServer, type Socket } from 'node:net';
 import { credentials, Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
 import {
   callMetadata,
@@ -27,6 +26,7 @@ import type { PetServiceError } from '../pet-service/src/pets/pet-service-error'
 import { addFakeDnsName } from './support/fake-dns-preload';
 import { startScriptedPetService, type ScriptedPetService } from './support/scripted-pet-service';
 import { type RawAnswer, startRawGrpcServer } from './support/raw-grpc-server';
+import { startTcpProxy } from '../proto/test/integration/transport/support/tcp-proxy';
 
 const LIST = { pageSize: 1, pageToken: '', status: 0 };
 const PET = { id: '1', name: 'Rex', categoryId: '1', status: 1 };
@@ -87,47 +87,6 @@ async function replicasOnOnePort(names: readonly string[], options: PetServiceOp
     replicas.push(await petService({ ...options, host: `127.0.0.${index + 1}`, port: replicas[0]?.port ?? 0, repository }));
   }
   return replicas;
-}
-
-/**
- * A TCP proxy that can go silent: after `freeze()` it forwards nothing and closes nothing, as a
- * peer that vanished (a lost node, a partition) looks to the client.
- */
-async function freezableProxy(targetPort: number): Promise<{ port: number; freeze(): void; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  let frozen = false;
-  const track = (socket: Socket) => {
-    sockets.add(socket);
-    socket.on('error', () => socket.destroy());
-    socket.on('close', () => sockets.delete(socket));
-  };
-  const server: TcpServer = createTcpServer((inbound) => {
-    track(inbound);
-    if (frozen) {
-      inbound.pause();
-      return;
-    }
-    const outbound = connect(targetPort, '127.0.0.1');
-    track(outbound);
-    inbound.pipe(outbound);
-    outbound.pipe(inbound);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as { port: number }).port,
-    freeze() {
-      frozen = true;
-      for (const socket of sockets) {
-        socket.unpipe();
-        socket.pause();
-      }
-    },
-    close: () =>
-      new Promise((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
-  };
 }
 
 describe('createPetServiceClient (@petstore/proto) against real gRPC servers on port 0', function () {
@@ -504,7 +463,7 @@ describe('createPetServiceClient (@petstore/proto) against real gRPC servers on 
     cleanups.push(() => server.shutdown());
     const outcomes: Status[] = [];
     for (const keepalive of [{ timeMs: 100, timeoutMs: 200 }, false] as const) {
-      const proxy = await freezableProxy(server.port);
+      const proxy = await startTcpProxy(server.port);
       cleanups.push(() => proxy.close());
       const pets = client(`127.0.0.1:${proxy.port}`, { keepalive, deadlineMs: 3000 });
       await pets.listPets(LIST);

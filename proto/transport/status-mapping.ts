@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { constants } from 'node:http2';
 import { status as Status } from '@grpc/grpc-js';
 
@@ -92,14 +93,11 @@ export function decodeGrpcMessage(encoded: string): string {
       bytes[length++] = code;
     }
   }
-  try {
-    return UTF8.decode(bytes.subarray(0, length));
-  } catch {
-    return encoded;
-  }
+  const decoded = bytes.subarray(0, length);
+  return isUtf8(decoded) ? decoded.toString('utf8') : encoded;
 }
 
-const UTF8 = new TextDecoder('utf-8', { fatal: true });
+const HEX_ESCAPES = Array.from({ length: 256 }, (_, byte) => `%${byte.toString(16).toUpperCase().padStart(2, '0')}`);
 
 function isHex(code: number): boolean {
   return (code >= 0x30 && code <= 0x39) || (code >= 0x41 && code <= 0x46) || (code >= 0x61 && code <= 0x66);
@@ -116,9 +114,11 @@ export function encodeGrpcMessage(details: string): string {
     }
   }
   if (plain) return details;
+  const bytes = Buffer.from(details, 'utf8');
   let encoded = '';
-  for (const byte of Buffer.from(details, 'utf8')) {
-    encoded += byte < 0x20 || byte > 0x7e || byte === 0x25 ? `%${byte.toString(16).toUpperCase().padStart(2, '0')}` : String.fromCharCode(byte);
+  for (let index = 0; index < bytes.length; index += 1) {
+    const byte = bytes[index]!;
+    encoded += byte < 0x20 || byte > 0x7e || byte === 0x25 ? HEX_ESCAPES[byte] : String.fromCharCode(byte);
   }
   return encoded;
 }

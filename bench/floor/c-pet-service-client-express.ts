@@ -22,4 +22,4 @@ app.get('/v1/pets', async (_request, response) => {
   }
 });
 
-listen('floor c (express 5 + grpc-js)', createServer(app), () => client.close());
+listen('floor c (express 5 + createPetServiceClient)', createServer(app), () => client.close());
