@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build and install grpc-go's interop server (google.golang.org/grpc/interop/server) from the Go
 # module proxy, with the test certificates it serves TLS with, for the unary transport's interop
-# suite (proto/test/integration/interop.test.ts): a gRPC server nobody here wrote.
+# suite (proto/test/integration/transport/grpc-interop.test.ts): a gRPC server nobody here wrote.
 #
 # Idempotent: if ${GRPC_INTEROP_BIN} runs and ${GRPC_INTEROP_DIR} holds the certificates of the
 # same version, nothing is done.

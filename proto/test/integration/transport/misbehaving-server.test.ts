@@ -2,19 +2,19 @@ import { constants as http2 } from 'node:http2';
 import { status as Status } from '@grpc/grpc-js';
 import { fieldViolationMetadata, STATUS_DETAILS_METADATA, type UnaryTransportOptions } from '@petstore/proto';
 import { expect } from 'chai';
-import { waitFor } from '../../../system-test/support/wait-for';
 import {
   answer,
   GRPC_RESPONSE_HEADERS,
-  grpcFrame,
   MISBEHAVING_SERVICE,
   type Misbehaviour,
   type MisbehavingServer,
   type ReceivedCall,
   startMisbehavingServer,
 } from './support/misbehaving-server';
+import { grpcFrame } from './support/h2-server';
 import { type RawH2Server, startOversizedFrameServer } from './support/raw-h2-server';
 import { type CallOutcome, type Closed, type MetadataJson, startTransportProcess, type TransportProcess } from './support/transport-process';
+import { waitFor } from './support/wait-for';
 
 /*
  * createUnaryTransport against servers that answer wrongly, each call in one way: every call must
@@ -330,7 +330,7 @@ describe('createUnaryTransport against a misbehaving HTTP/2 server', function ()
   });
 
   describe('GOAWAY mid-call', () => {
-    // Known to fail against issue-46 at 7d7cb26 (most runs), as do the next two: a connection that
+    // Known to fail against issue-46 at 094a230 (most runs), as do the next two: a connection that
     // got GOAWAY NO_ERROR is never closed by the client, not even by close(), so a server that keeps
     // its side open leaves the socket open and connections() counting it draining.
     it('of two calls on a connection, the one below the last stream id finishes there, the one above is sent again on a new connection', async () => {
@@ -427,7 +427,7 @@ describe('createUnaryTransport against a misbehaving HTTP/2 server', function ()
     });
   });
 
-  // Known to fail against issue-46 at 7d7cb26, as does 'a content-type that is not gRPC': the body
+  // Known to fail against issue-46 at 094a230, as does 'a content-type that is not gRPC': the body
   // of an answer that is not gRPC (a proxy's page) is read as length-prefixed messages, and its
   // first bytes taken as a length fail the call RESOURCE_EXHAUSTED. The trailers-only 200 without
   // grpc-status fails too: INTERNAL, where the mapping gives UNKNOWN.
@@ -500,7 +500,7 @@ describe('createUnaryTransport against a misbehaving HTTP/2 server', function ()
     });
   });
 
-  // Known to fail against issue-46 at 7d7cb26 (all but the 1000 headers): the status is as expected,
+  // Known to fail against issue-46 at 094a230 (all but the 1000 headers): the status is as expected,
   // but a connection lost to a session error while a stream was open stays counted as draining in
   // connections() forever, after close() too, though its socket is closed.
   describe('oversized headers and frames', () => {

@@ -20,7 +20,7 @@ const CALL_TIMEOUT_MS = 10_000;
 
 /**
  * A successful call's trailers, which custom_metadata reads. UnaryCallOptions has no way to hand
- * them over yet (`onHeaders` only; issue-46 at 7d7cb26): until it grows one, the case fails
+ * them over yet (`onHeaders` only; issue-46 at 094a230): until it grows one, the case fails
  * saying so.
  */
 type CallOptionsWithTrailers = UnaryCallOptions & { onTrailers?: (trailers: Metadata) => void };

@@ -46,15 +46,6 @@ export interface MisbehavingServer {
   close(): Promise<void>;
 }
 
-/** One length-prefixed gRPC message; `compressed` sets the flag byte whatever the headers say. */
-export function grpcFrame(message: Uint8Array, compressed = false): Buffer {
-  const frame = Buffer.alloc(5 + message.length);
-  frame[0] = compressed ? 1 : 0;
-  frame.writeUInt32BE(message.length, 1);
-  frame.set(message, 5);
-  return frame;
-}
-
 export const GRPC_RESPONSE_HEADERS = { ':status': 200, 'content-type': 'application/grpc' } as const;
 
 /**

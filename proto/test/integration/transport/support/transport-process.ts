@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { UnaryTransportOptions } from '@petstore/proto';
 
-const ROOT = join(__dirname, '..', '..', '..', '..');
+const ROOT = join(__dirname, '..', '..', '..', '..', '..');
 const MAIN = join(__dirname, 'transport-process-main.ts');
 
 /** Metadata as plain data: each key's values, `-bin` ones as base64. */

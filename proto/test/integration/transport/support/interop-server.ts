@@ -4,7 +4,7 @@ import { accessSync, constants } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Context } from 'mocha';
-import { findExecutable, pendingOrRequired } from '../../../../system-test/support/executables';
+import { findExecutable, pendingOrRequired } from '../../../../../system-test/support/executables';
 
 /** Where .ci/install-grpc-interop.sh puts the server and grpc-go's test certificates. */
 const DEFAULT_BIN = '/usr/local/bin/grpc-interop-server';
