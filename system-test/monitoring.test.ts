@@ -193,6 +193,13 @@ describe('monitoring: the rules and the dashboard against a running gateway and 
     expect(await read(stack.gateway.adminPort), 'gateway').to.deep.equal({ own: expiries.gateway, ca: expiries.ca });
   });
 
+  it("exports the gateway's connections to the pet service by state, each state named", async () => {
+    await waitFor(async () => {
+      const counts = valuesByLabel(await (await fetch(`http://127.0.0.1:${stack.gateway.adminPort}/metrics`)).text(), 'grpc_client_connections', 'state');
+      return counts.ready !== undefined && counts.ready >= 1 && Object.keys(counts).sort().join() === 'connecting,draining,idle,ready,transient_failure';
+    }, 10_000);
+  });
+
   it('reads only metrics, labels and label values the services export, and series the rules record', async () => {
     await exerciseEveryFeature(stack.baseUrl);
     const byJob = { gateway: await exposition(stack.gateway.adminPort), 'pet-service': await exposition(stack.petService.adminPort) };

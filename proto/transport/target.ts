@@ -54,7 +54,8 @@ function dnsTarget(target: string, path: string, dnsServer: string | undefined):
   return { kind: 'dns', host: hostPort.host, port, dnsServer: dnsServer === '' ? undefined : dnsServer, authority };
 }
 
-const HOST_NAME = /^[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?\.?$/;
+/** Dot-separated labels of letters, digits, `-` and `_` (not at a label's ends), a final dot allowed. */
+const HOST_NAME = /^[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?)*\.?$/;
 
 function addressList(target: string, path: string, family: 4 | 6): Target {
   const addresses: SocketAddress[] = [];

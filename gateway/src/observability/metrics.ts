@@ -1,4 +1,4 @@
-import { certificateExpirations, CERTIFICATE_EXPIRATION_HELP, type Certificates } from '@petstore/proto';
+import { certificateExpirations, CERTIFICATE_EXPIRATION_HELP, type Certificates, type ConnectionState } from '@petstore/proto';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { keySubject } from '../rate-limit/rate-limit-policy';
 import type { RateLimitOutcome, RateLimiter } from '../rate-limit/rate-limiter';
@@ -30,6 +30,8 @@ export interface GatewayMetrics {
   countFallbackReplicasWith(count: () => number): void;
   readonly grpcClientCalls: Counter<'method' | 'code'>;
   readonly grpcClientCallSeconds: Histogram<'method' | 'code'>;
+  /** Names where the pet service client's connections by state are read at each scrape (`grpc_client_connections`). */
+  countConnectionsWith(count: () => Readonly<Record<ConnectionState, number>>): void;
   /**
    * 1 when the pet service answered SERVING to a health check made at this scrape, else 0: the
    * one signal of "no ready pet service" that needs no traffic, since a gateway without one is
@@ -59,6 +61,20 @@ export function createMetrics(): GatewayMetrics {
   let fallbackReplicas = (): number => 1;
   let petServiceCheck: () => Promise<void> = () => Promise.reject(new Error('no pet service check yet'));
   let certificates = (): Certificates | undefined => undefined;
+  let connections = (): Readonly<Record<ConnectionState, number>> | undefined => undefined;
+  new Gauge({
+    name: 'grpc_client_connections',
+    help: 'HTTP/2 connections of the pet service client, by state: idle, connecting, ready, transient_failure (failing, retried with backoff), draining (GOAWAY received or the address gone; its calls finish).',
+    labelNames: ['state'],
+    // With GATEWAY_WORKERS: every worker has its own connections.
+    aggregator: 'sum',
+    registers,
+    collect() {
+      const counts = connections();
+      if (counts === undefined) return;
+      for (const state of CONNECTION_STATES) this.set({ state }, counts[state]);
+    },
+  });
   new Gauge({
     name: 'tls_certificate_expiration_timestamp_seconds',
     help: CERTIFICATE_EXPIRATION_HELP,
@@ -155,7 +171,7 @@ export function createMetrics(): GatewayMetrics {
     },
     petServiceServing: new Gauge({
       name: 'pet_service_serving',
-      help: 'Whether the pet service answered SERVING to a health check made at this scrape, through the channel the calls use (1), or not (0): some replica is ready and reaches its store.',
+      help: 'Whether the pet service answered SERVING to a health check made at this scrape, through the connections the calls use (1), or not (0): some replica is ready and reaches its store.',
       // With GATEWAY_WORKERS: 0 if any worker finds none.
       aggregator: 'min',
       registers,
@@ -198,8 +214,13 @@ export function createMetrics(): GatewayMetrics {
     readCertificatesWith(read) {
       certificates = read;
     },
+    countConnectionsWith(count) {
+      connections = count;
+    },
   };
 }
+
+const CONNECTION_STATES: readonly ConnectionState[] = ['idle', 'connecting', 'ready', 'transient_failure', 'draining'];
 
 
 const OUTCOMES: readonly RateLimitOutcome[] = ['allowed', 'limited', 'banned'];

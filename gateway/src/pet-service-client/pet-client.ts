@@ -1,4 +1,5 @@
-import { createPetServiceClient, type PetServiceMethod, type PromisePetServiceClient } from '@petstore/proto';
+import { createPetServiceClient, InvalidTargetError, type PetServiceMethod, type PromisePetServiceClient } from '@petstore/proto';
+import { ConfigError } from '@petstore/runtime';
 import { status as Status } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { GatewayMetrics } from '../observability/metrics';
@@ -28,7 +29,8 @@ export type PetClient = PromisePetServiceClient;
  * The gateway's one pet service client: `@petstore/proto`'s {@link createPetServiceClient} with
  * its production defaults (deadline, read retries, round_robin, keepalive), so that an internal
  * service calls the pet service exactly as the gateway does. The gateway adds its metrics.
- * @throws ConfigError naming the variable of a certificate file that cannot be used.
+ * @throws ConfigError naming the variable of a certificate file that cannot be used, or
+ * PET_SERVICE_ADDR for a target the transport cannot read.
  */
 export function createPetClient(options: PetClientOptions): PetClient {
   const { metrics, tls } = options;
@@ -40,10 +42,13 @@ export function createPetClient(options: PetClientOptions): PetClient {
       ...(tls === undefined ? {} : { tls: petServiceTlsOption(tls, options.logger) }),
     });
   } catch (error) {
-    // A certificate file that cannot be used is a start-up error naming its variable.
+    // A certificate file that cannot be used, or a target config.ts let through that the transport
+    // does not read, is a start-up error naming its variable.
+    if (error instanceof InvalidTargetError) throw new ConfigError(`PET_SERVICE_ADDR: ${error.message}`);
     throw certificateConfigError(error);
   }
   metrics?.readCertificatesWith(() => client.certificates());
+  metrics?.countConnectionsWith(() => client.transport.connections());
   return client;
 }
 

@@ -26,6 +26,19 @@ describe('gateway metrics', () => {
     });
   });
 
+  describe('grpc_client_connections', () => {
+    it('reads the pet service client’s connections by state at every scrape, every state named; nothing before a client is named', async () => {
+      const metrics = createMetrics();
+      const scrape = async () => [...(await metrics.registry.metrics()).matchAll(/^grpc_client_connections\{state="(\w+)"\} (\d+)$/gm)].map(([, state, value]) => `${state}=${value}`);
+      expect(await scrape()).to.deep.equal([]);
+      let counts = { idle: 0, connecting: 1, ready: 2, transient_failure: 0, draining: 0 };
+      metrics.countConnectionsWith(() => counts);
+      expect(await scrape()).to.deep.equal(['idle=0', 'connecting=1', 'ready=2', 'transient_failure=0', 'draining=0']);
+      counts = { idle: 0, connecting: 0, ready: 2, transient_failure: 1, draining: 1 };
+      expect(await scrape()).to.deep.equal(['idle=0', 'connecting=0', 'ready=2', 'transient_failure=1', 'draining=1']);
+    });
+  });
+
   describe('countKeyDecisions', () => {
     const policy = keyPolicy({ perMinute: 1, perDay: 100 }, { threshold: 1, seconds: 900 });
 

@@ -47,7 +47,7 @@ describe('parseTarget: gRPC targets as grpc-js reads them', () => {
   });
 
   it('refuses what is no target, naming it', () => {
-    for (const target of ['', ':50051', 'pets.test:port', 'pets.test:70000', '[127.0.0.1]:1', '[::1', 'ipv4:pets.test:1', 'ipv6:127.0.0.1:1', 'pets test:1', 'pets..', 'a:1:b']) {
+    for (const target of ['', ':50051', 'pets.test:port', 'pets.test:70000', '[127.0.0.1]:1', '[::1', 'ipv4:pets.test:1', 'ipv6:127.0.0.1:1', 'pets test:1', 'pets..', 'pets..test:1', '-pets:1', 'a:1:b']) {
       expect(() => parseTarget(target), JSON.stringify(target)).to.throw(InvalidTargetError, JSON.stringify(target));
     }
   });
