@@ -33,17 +33,7 @@ start_go_build ferretdb
 log "building FerretDB $FERRETDB_VERSION with $(go version)"
 
 log "downloading module $MODULE@$FERRETDB_VERSION"
-if ! (cd "$work" && go mod download -json "$MODULE@$FERRETDB_VERSION") >"$work/download.json"; then
-  log "ERROR: could not download $MODULE@$FERRETDB_VERSION:" >&2
-  cat "$work/download.json" >&2
-  exit 1
-fi
-src_dir="$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' "$work/download.json")"
-if [[ -z "$src_dir" || ! -d "$src_dir" ]]; then
-  log "ERROR: no module directory in 'go mod download' output:" >&2
-  cat "$work/download.json" >&2
-  exit 1
-fi
+src_dir="$(module_dir "$MODULE@$FERRETDB_VERSION")"
 
 log "copying source from $src_dir"
 cp -R "$src_dir" "$work/src"

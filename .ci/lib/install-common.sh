@@ -1,7 +1,8 @@
 # shellcheck shell=bash
-# What .ci/install-ferretdb.sh and .ci/install-kubectl.sh share: both build a Go binary from the
-# Go module proxy (exact versions only: the proxy may refuse the @v/list lookups that `@latest`
-# and `go install` make), in a throwaway directory, and install it unless it already runs.
+# What .ci/install-ferretdb.sh, .ci/install-kubectl.sh and .ci/install-grpc-interop.sh share: each
+# builds a Go binary from the Go module proxy (exact versions only: the proxy may refuse the
+# @v/list lookups that `@latest` and `go install` make), in a throwaway directory, and installs it
+# unless it already runs.
 #
 # Source it after setting INSTALL_NAME (the log prefix):
 #   INSTALL_NAME=install-x; source "$(dirname "${BASH_SOURCE[0]}")/lib/install-common.sh"
@@ -34,6 +35,24 @@ start_go_build() {
   work="$(mktemp -d "${TMPDIR:-/tmp}/$1-build.XXXXXX")"
   # The module cache is read-only, and copies of it are too.
   trap 'chmod -R u+w "$work" 2>/dev/null || true; rm -rf "$work"' EXIT
+}
+
+# module_dir MODULE@VERSION: downloads that exact module version and prints its directory in the
+# module cache (read-only); fails, saying why, when it cannot. Call it after start_go_build.
+module_dir() {
+  local dir
+  if ! (cd "$work" && go mod download -json "$1") >"$work/download.json"; then
+    log "ERROR: could not download $1:" >&2
+    cat "$work/download.json" >&2
+    return 1
+  fi
+  dir="$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' "$work/download.json")"
+  if [[ -z "$dir" || ! -d "$dir" ]]; then
+    log "ERROR: no module directory in 'go mod download' output:" >&2
+    cat "$work/download.json" >&2
+    return 1
+  fi
+  echo "$dir"
 }
 
 # install_built BUILT BIN: installs the built binary at BIN and says how long it all took.
