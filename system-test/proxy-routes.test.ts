@@ -398,7 +398,7 @@ describe('routes proxied to HTTP upstreams', function () {
     const preflight = await fetch(`${withCors.baseUrl}/v1/store/uploads/1`, { method: 'OPTIONS', headers: { Origin: app, 'Access-Control-Request-Method': 'PUT' } });
     expect(preflight.status).to.equal(204);
     expect(preflight.headers.get('access-control-allow-origin')).to.equal(app);
-    expect(preflight.headers.get('access-control-allow-methods'), "the pets API's methods and every route's").to.equal('GET, HEAD, POST, DELETE, PUT');
+    expect(preflight.headers.get('access-control-allow-methods'), "the pets API's methods and every route's").to.equal('GET, HEAD, POST, PATCH, DELETE, PUT');
     expect(upstream.requests, 'a preflight never reaches the upstream').to.have.length(0);
 
     const allowed = await send('/v1/store/orders/1', { headers: { ...PRO, origin: app }, on: withCors });
