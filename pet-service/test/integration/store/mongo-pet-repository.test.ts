@@ -263,21 +263,6 @@ describe('MongoPetRepository against a real MongoDB-wire server', function () {
         await repository.close();
       }
     });
-
-    it('FerretDB v1 lets several of 50 concurrent conditional writes of one document through (why it gets a queue per pet)', async function () {
-      const info = await raw.db('admin').command({ buildInfo: 1 });
-      if (info.ferretdbVersion === undefined) this.skip(); // MongoDB applies a filter and its update atomically
-      const pets = raw.db(server.freshDatabase()).collection('pets');
-      await pets.insertOne({ _id: 1n as never, status: 'available' });
-      const written = await Promise.all(
-        Array.from({ length: 50 }, () =>
-          pets.findOneAndUpdate({ _id: 1n as never, version: { $exists: false } }, { $set: { status: 'pending' }, $inc: { version: 1 } }),
-        ),
-      );
-      const through = written.filter((document) => document !== null).length;
-      console.log(`      FerretDB let ${through} of 50 conditional writes from one version through`);
-      expect(through).to.be.greaterThan(1);
-    });
   });
 
   describe('opening', () => {
