@@ -141,6 +141,11 @@ describe('the images, run as the staging overlay runs them, with its Secrets, be
   const volumes = new Map<string, SecretVolume>();
   let built: Record<Service, BuiltImage>;
   const running = {} as Record<Service | 'redis', Running>;
+  /**
+   * The request ids of creates the pet service shed (503 over capacity, by design past its write
+   * bound, which the store's pace on a busy host lowers): the gateway logs each at error level.
+   */
+  const shedRequestIds = new Set<string>();
   let mongo: { name: string; hostPort: number };
   let baseUrl = '';
   let namespace = '';
@@ -346,8 +351,10 @@ describe('the images, run as the staging overlay runs them, with its Secrets, be
       const enterprise = { authorization: `Bearer ${SECRETS.enterprise}`, 'content-type': 'application/json' };
       const batch = `mixed-${suffix}`;
       // Within the pet service's write bound, which staging keeps at its defaults: 4 creates sent to
-      // the store at once and 16 waiting (STORE_MAX_CONCURRENT_WRITES, STORE_MAX_QUEUED_WRITES).
-      // Past it a create is shed with 503 and Retry-After by design (system-test/load-shedding.test.ts).
+      // the store at once and 16 waiting (STORE_MAX_CONCURRENT_WRITES, STORE_MAX_QUEUED_WRITES),
+      // fewer where the store's pace says they would not end in time (on a busy host, issue 45).
+      // Past it a create is shed with 503 and Retry-After by design (system-test/load-shedding.test.ts),
+      // and its client sends it again after Retry-After, as clients must: no create is lost.
       expect(running['pet-service'].plan.env).to.not.have.any.keys('STORE_MAX_CONCURRENT_WRITES', 'STORE_MAX_QUEUED_WRITES');
       const creates = 16;
       const requests: [string, RequestInit][] = [];
@@ -356,15 +363,26 @@ describe('the images, run as the staging overlay runs them, with its Secrets, be
       for (let i = 0; i < 10; i++) requests.push(['/v1/pets', { method: 'POST', headers: enterprise, body: '{"name":' }]);
       for (let i = 0; i < 10; i++) requests.push(['/v1/pets/abc', { headers: enterprise }]);
       for (let i = 0; i < 5; i++) requests.push(['/v1/pets', { headers: { authorization: `Bearer wrong-${i}` } }]);
+      const failures: string[] = [];
       const replies = await Promise.all(
         requests.map(async ([path, init]) => {
-          const response = await fetch(`${baseUrl}${path}`, init);
-          const text = await response.text();
-          expectWithinContract(init.method ?? 'GET', `${baseUrl}${path}`, { status: response.status, headers: response.headers, text });
-          return response.status;
+          for (;;) {
+            const response = await fetch(`${baseUrl}${path}`, init);
+            const text = await response.text();
+            expectWithinContract(init.method ?? 'GET', `${baseUrl}${path}`, { status: response.status, headers: response.headers, text });
+            const retryAfter = Number(response.headers.get('retry-after'));
+            if (response.status === 503 && text.includes('"pet service is over capacity; retry later"') && retryAfter >= 1) {
+              shedRequestIds.add(response.headers.get('x-request-id')!);
+              await new Promise((resolve) => setTimeout(resolve, retryAfter * 1000));
+              continue;
+            }
+            if (response.status >= 500) failures.push(`${init.method ?? 'GET'} ${path}: ${response.status} ${text}`);
+            return response.status;
+          }
         }),
       );
-      expect(replies.filter((status) => status >= 500)).to.deep.equal([]);
+      if (shedRequestIds.size > 0) console.log(`      ${shedRequestIds.size} requests shed over capacity and sent again after Retry-After`);
+      expect(failures).to.deep.equal([]);
       expect(replies.slice(0, creates)).to.deep.equal(Array(creates).fill(201));
       const names = (await listAll(baseUrl, enterprise)).map((pet) => pet.name).filter((name) => name.startsWith(`${batch}-`));
       expect(names).to.have.length(creates);
@@ -514,7 +532,9 @@ describe('the images, run as the staging overlay runs them, with its Secrets, be
             throw new Error(`${service} logged a line that is not JSON: ${line}`);
           }
         });
-        expect(parsed.filter((line) => Number(line.level) >= 50), `${service}: error lines`).to.deep.equal([]);
+        // A shed request's line is the one error line the run may hold (the gateway logs every 5xx so).
+        const errors = parsed.filter((line) => Number(line.level) >= 50 && !(line.msg === 'request failed' && shedRequestIds.has(String(line.requestId))));
+        expect(errors, `${service}: error lines`).to.deep.equal([]);
         expect(parsed.find((line) => line.msg === 'shutting down'), service).to.deep.include({ signal: 'SIGTERM', delayMs: Number(running[service].plan.env.SHUTDOWN_DELAY_MS) });
         expect(parsed.at(-1), service).to.deep.include({ msg: 'stopped', code: 0 });
       }
