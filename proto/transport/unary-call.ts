@@ -164,11 +164,25 @@ export class UnaryCall implements Timed {
     if (this.received > 5 + this.declared) this.fail(Status.UNIMPLEMENTED, 'Too many responses received');
   }
 
-  /** The response headers arrived (with END_STREAM: a trailers-only answer). */
+  /**
+   * The response headers arrived (with END_STREAM: a trailers-only answer). Headers that are not
+   * gRPC's Response-Headers (`:status` 200 and a gRPC content-type, PROTOCOL-HTTP2.md) come from
+   * something else, such as a proxy's error page: the call ends at once with the HTTP status's code
+   * (http-grpc-status-mapping.md; 200 UNKNOWN, as grpc-go maps a non-gRPC content-type), and the
+   * body, which holds no gRPC message, is not read.
+   */
   takeHeaders(headers: IncomingHttpHeaders & IncomingHttpStatusHeader, flags: number): void {
     this.responseHeaders = headers;
     if ((flags & NGHTTP2_FLAG_END_STREAM) !== 0) {
       this.trailers = headers;
+      return;
+    }
+    const httpStatus = headers[':status'];
+    const contentType = headers['content-type'];
+    const grpcContent = isGrpcContentType(contentType);
+    if (httpStatus !== 200 || !grpcContent) {
+      const what = grpcContent ? '' : ` with content-type ${contentType ?? '(none)'}`;
+      this.fail(codeOfHttpStatus(httpStatus ?? 0), `Received HTTP status code ${httpStatus}${what}`, statusMetadata(headers));
       return;
     }
     if (this.onHeaders === undefined) return;
@@ -293,6 +307,16 @@ function onError(this: CallStream, error: Error): void {
 
 function onClose(this: CallStream): void {
   this[kCall].streamClosed(this);
+}
+
+/**
+ * Whether a response's content-type is gRPC's: `application/grpc`, alone or followed by `+` or `;`
+ * (PROTOCOL-HTTP2.md's Content-Type, as grpc-go's `ContentSubtype` reads it). No allocation.
+ */
+function isGrpcContentType(contentType: string | undefined): boolean {
+  if (contentType === undefined || !contentType.startsWith('application/grpc')) return false;
+  const next = contentType.charCodeAt(16);
+  return Number.isNaN(next) || next === 0x2b || next === 0x3b;
 }
 
 /** `body` as one Buffer. */

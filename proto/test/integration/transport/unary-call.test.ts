@@ -136,6 +136,42 @@ describe('createUnaryTransport: one call, read as gRPC’s HTTP/2 protocol says 
     }
   });
 
+  it('ends an answer that is not gRPC (another HTTP status, or another content-type) at its headers, by the HTTP status, its body unread', async () => {
+    // The body starts with bytes that, read as a length prefix, would be far over the size limit.
+    const cases: Array<[number, string | undefined, Status, string]> = [
+      [503, 'text/plain', Status.UNAVAILABLE, 'Received HTTP status code 503 with content-type text/plain'],
+      [404, 'text/html', Status.UNIMPLEMENTED, 'Received HTTP status code 404 with content-type text/html'],
+      [502, 'application/grpc', Status.UNAVAILABLE, 'Received HTTP status code 502'],
+      [200, 'application/json', Status.UNKNOWN, 'Received HTTP status code 200 with content-type application/json'],
+      [200, 'application/grpcweb', Status.UNKNOWN, 'Received HTTP status code 200 with content-type application/grpcweb'],
+      [200, undefined, Status.UNKNOWN, 'Received HTTP status code 200 with content-type (none)'],
+    ];
+    let index = 0;
+    const server = await serve((received) => {
+      const [httpStatus, contentType] = cases[index]!;
+      void received.body.then(() => {
+        received.stream.respond({ ':status': httpStatus, ...(contentType === undefined ? {} : { 'content-type': contentType }), 'x-proxy': 'edge' });
+        // Never ended: the call must not wait for the end of a body that is not gRPC.
+        received.stream.write('503 from a proxy');
+      });
+    });
+    const client = transport(server.target);
+    for (const [httpStatus, contentType, code, details] of cases) {
+      const error = await failure(call(client, undefined, undefined, 5000));
+      expect(error, `${httpStatus} ${contentType}`).to.include({ code, details });
+      expect(error.metadata.get('x-proxy')).to.deep.equal(['edge']);
+      expect(await server.calls[index]!.closed, 'the stream was reset').to.equal(constants.NGHTTP2_CANCEL);
+      index += 1;
+    }
+  });
+
+  it('takes application/grpc with a subtype (+proto) or parameters (;charset) as gRPC', async () => {
+    let contentType = '';
+    const server = await serve((received) => answerOk(received, Buffer.from('pong'), { 'content-type': contentType }));
+    const client = transport(server.target);
+    for (contentType of ['application/grpc+proto', 'application/grpc;charset=utf-8']) expect(await call(client), contentType).to.deep.equal(Buffer.from('pong'));
+  });
+
   it('fails INTERNAL on a response without trailers, on a truncated message, and on a compressed flag without grpc-encoding', async () => {
     const cases: Array<[string, (received: ReceivedCall) => void, RegExp]> = [
       ['no trailers', answering({ 'content-type': 'application/grpc' }, [grpcFrame(Buffer.from('pong'))]), /without trailers/],
