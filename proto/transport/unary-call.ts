@@ -206,21 +206,14 @@ export class UnaryCall implements Timed {
     this.connection!.streamEnded();
     if (this.settled) return;
     const connection = this.connection!;
-    const trailers = this.trailers;
-    const grpcStatus = trailers?.['grpc-status'];
-    if (grpcStatus !== undefined) {
-      this.finish(trailers!, grpcStatus);
+    if (this.trailers !== undefined) {
+      this.finish(this.trailers);
       return;
     }
     const rstCode = stream.rstCode ?? NGHTTP2_NO_ERROR;
     const headers = this.responseHeaders;
     if (headers === undefined && (rstCode === NGHTTP2_REFUSED_STREAM || !(stream.id! <= connection.goawayLastStreamId))) {
       this.refused();
-      return;
-    }
-    const httpStatus = headers?.[':status'];
-    if (httpStatus !== undefined && httpStatus !== 200) {
-      this.fail(codeOfHttpStatus(httpStatus), `Received HTTP status code ${httpStatus}`, statusMetadata(headers!));
       return;
     }
     const lost = connection.lossReason();
@@ -232,12 +225,22 @@ export class UnaryCall implements Timed {
       this.fail(codeOfResetStream(rstCode), `Received RST_STREAM with code ${rstCode} (${http2CodeName(rstCode)})`);
       return;
     }
-    const what = headers === undefined ? 'without response headers' : trailers === undefined ? 'without trailers' : 'with trailers that hold no grpc-status';
+    const what = headers === undefined ? 'without response headers' : 'without trailers';
     this.fail(Status.INTERNAL, `the stream ended ${what}${this.streamError === undefined ? '' : ` (${this.streamError})`}`);
   }
 
-  /** The answer with a status: its message, if OK, checked as a unary answer; else the status as an error. */
-  private finish(trailers: IncomingHttpHeaders, grpcStatus: string | string[]): void {
+  /**
+   * The answer with its status: its message, if OK, checked as a unary answer; else the status as
+   * an error. Without grpc-status the HTTP status's code stands in (http-grpc-status-mapping.md:
+   * "200 is UNKNOWN because there should be a grpc-status in case of truly OK response").
+   */
+  private finish(trailers: IncomingHttpHeaders): void {
+    const grpcStatus = trailers['grpc-status'];
+    if (grpcStatus === undefined) {
+      const httpStatus = this.responseHeaders![':status'] ?? 0;
+      this.fail(codeOfHttpStatus(httpStatus), `Received HTTP status code ${httpStatus}`, statusMetadata(trailers));
+      return;
+    }
     const code = statusCodeOf(grpcStatus);
     if (code !== Status.OK) {
       const message = trailers['grpc-message'];

@@ -172,6 +172,19 @@ describe('createUnaryTransport: one call, read as gRPC’s HTTP/2 protocol says 
     for (contentType of ['application/grpc+proto', 'application/grpc;charset=utf-8']) expect(await call(client), contentType).to.deep.equal(Buffer.from('pong'));
   });
 
+  it('fails UNKNOWN on a 200 whose status holds no grpc-status, trailers-only or after a message (http-grpc-status-mapping.md), keeping it as metadata', async () => {
+    const cases: Array<[string, (received: ReceivedCall) => void]> = [
+      ['trailers-only', answering({ 'content-type': 'application/grpc', 'x-other': '1' })],
+      ['trailers after a message', answering({ 'content-type': 'application/grpc' }, [grpcFrame(Buffer.from('pong'))], { 'x-other': '1' })],
+    ];
+    for (const [name, answer] of cases) {
+      const server = await serve(answer);
+      const error = await failure(call(transport(server.target)));
+      expect(error, name).to.include({ code: Status.UNKNOWN, details: 'Received HTTP status code 200' });
+      expect(error.metadata.get('x-other'), name).to.deep.equal(['1']);
+    }
+  });
+
   it('fails INTERNAL on a response without trailers, on a truncated message, and on a compressed flag without grpc-encoding', async () => {
     const cases: Array<[string, (received: ReceivedCall) => void, RegExp]> = [
       ['no trailers', answering({ 'content-type': 'application/grpc' }, [grpcFrame(Buffer.from('pong'))]), /without trailers/],
@@ -181,7 +194,6 @@ describe('createUnaryTransport: one call, read as gRPC’s HTTP/2 protocol says 
       ['a compressed flag with grpc-encoding identity', answering({ 'content-type': 'application/grpc', 'grpc-encoding': 'identity' }, [grpcFrame(Buffer.from('pong'), true)], { 'grpc-status': '0' }), /compressed, but no grpc-encoding/],
       ['an unknown encoding', answering({ 'content-type': 'application/grpc', 'grpc-encoding': 'snappy' }, [grpcFrame(Buffer.from('pong'), true)], { 'grpc-status': '0' }), /snappy/],
       ['a flag neither 0 nor 1', answering({ 'content-type': 'application/grpc' }, [Buffer.concat([Buffer.from([2]), grpcFrame(Buffer.from('pong')).subarray(1)])], { 'grpc-status': '0' }), /flag 2/],
-      ['trailers without grpc-status', answering({ 'content-type': 'application/grpc' }, [grpcFrame(Buffer.from('pong'))], { 'x-other': '1' }), /no grpc-status/],
     ];
     for (const [name, answer, details] of cases) {
       const server = await serve(answer);
