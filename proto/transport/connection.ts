@@ -193,6 +193,9 @@ export class Connection {
       this.socketClosed = true;
       this.maybeClosed();
     });
+    // Node ends the socket of a session that is over (GOAWAY, close()) and leaves it open until the
+    // server closes its side, which a server that sent GOAWAY need not do: it is closed from here.
+    socket.once('finish', () => socket.destroy());
     // The streams' `:authority` is set per request: this URL only names the scheme.
     const session = connectHttp2(this.settings.tls === undefined ? 'http://localhost' : 'https://localhost', {
       createConnection: () => socket,
