@@ -272,6 +272,9 @@ export class Connection {
   private maybeClosed(): void {
     if (this.closeReported || this.phase === 'connecting' || this.streams > 0) return;
     if (this.session !== undefined && !this.socketClosed && !this.session.destroyed) return;
+    // A session that nghttp2 tore down (a header block or frame over a limit) closes its streams
+    // before its own close event: the owner hears of the loss before the close, as it is promised.
+    this.lose(this.lastError ?? 'the connection closed');
     this.closeReported = true;
     this.owner.closed(this);
   }
