@@ -4,6 +4,7 @@ import { Metadata, type ServiceError, status as Status } from '@grpc/grpc-js';
 import { callError, CANCELLED_ON_CLIENT, describe } from './call-error';
 import type { Connection } from './connection';
 import type { DeadlineQueue, Timed } from './deadline-queue';
+import type { UnaryCallOptions } from './unary-transport';
 import { codeOfHttpStatus, codeOfResetStream, decodeGrpcMessage, grpcTimeout, http2CodeName } from './status-mapping';
 
 /** Where a call goes to be started: the connection pool. */
@@ -61,6 +62,7 @@ export class UnaryCall implements Timed {
   /** The first message's length, once its prefix has arrived. */
   private declared = -1;
   private streamError: string | undefined;
+  readonly deadline: number;
 
   constructor(
     private readonly dispatcher: CallDispatcher,
@@ -68,15 +70,15 @@ export class UnaryCall implements Timed {
     private readonly headers: OutgoingHttpHeaders,
     /** The request message with its 5-byte prefix. */
     private readonly frame: Buffer,
-    readonly deadline: number,
-    private readonly signal: AbortSignal | undefined,
-    private readonly onHeaders: ((headers: Metadata) => void) | undefined,
+    /** The caller's: the deadline, the signal and the listeners. */
+    private readonly options: UnaryCallOptions,
     private readonly maxReceiveBytes: number,
     private readonly resolve: (bytes: Buffer) => void,
     private readonly reject: (error: ServiceError) => void,
   ) {
-    if (deadline !== Number.POSITIVE_INFINITY) dispatcher.deadlines.add(this);
-    signal?.addEventListener('abort', this);
+    this.deadline = options.deadline;
+    if (this.deadline !== Number.POSITIVE_INFINITY) dispatcher.deadlines.add(this);
+    options.signal?.addEventListener('abort', this);
   }
 
   /** Starts an attempt on `connection`, which is ready. */
@@ -128,7 +130,7 @@ export class UnaryCall implements Timed {
     if (this.settled) return;
     this.settled = true;
     this.dispatcher.deadlines.remove(this);
-    this.signal?.removeEventListener('abort', this);
+    this.options.signal?.removeEventListener('abort', this);
     if (this.waiting) this.dispatcher.forget(this);
     const { stream } = this;
     if (error !== undefined && stream !== undefined && !stream.closed) stream.close(NGHTTP2_CANCEL);
@@ -185,9 +187,10 @@ export class UnaryCall implements Timed {
       this.fail(codeOfHttpStatus(httpStatus ?? 0), `Received HTTP status code ${httpStatus}${what}`, statusMetadata(headers));
       return;
     }
-    if (this.onHeaders === undefined) return;
+    const { onHeaders } = this.options;
+    if (onHeaders === undefined) return;
     try {
-      this.onHeaders(headerMetadata(headers));
+      onHeaders(headerMetadata(headers));
     } catch (error) {
       this.fail(Status.INTERNAL, `onHeaders threw: ${describe(error)}`);
     }
@@ -259,7 +262,7 @@ export class UnaryCall implements Timed {
     const flag = body[0];
     const message = body.subarray(5, 5 + this.declared);
     if (flag === 0) {
-      this.settle(undefined, message);
+      this.succeed(trailers, message);
       return;
     }
     if (flag !== 1) {
@@ -285,7 +288,21 @@ export class UnaryCall implements Timed {
       this.fail(Status.RESOURCE_EXHAUSTED, `Received message larger than max (${inflated.length} vs. ${this.maxReceiveBytes})`);
       return;
     }
-    this.settle(undefined, inflated);
+    this.succeed(trailers, inflated);
+  }
+
+  /** The call succeeded: `onTrailers` hears of its trailers, then it resolves with `message`. */
+  private succeed(trailers: IncomingHttpHeaders, message: Buffer): void {
+    const { onTrailers } = this.options;
+    if (onTrailers !== undefined) {
+      try {
+        onTrailers(statusMetadata(trailers));
+      } catch (error) {
+        this.fail(Status.INTERNAL, `onTrailers threw: ${describe(error)}`);
+        return;
+      }
+    }
+    this.settle(undefined, message);
   }
 }
 

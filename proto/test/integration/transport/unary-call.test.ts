@@ -38,7 +38,7 @@ describe('createUnaryTransport: one call, read as gRPC’s HTTP/2 protocol says 
     return made;
   }
 
-  const call = (to: UnaryTransport, request: Uint8Array = Buffer.from('ping'), metadata = new Metadata(), deadlineMs = 2000, more: { signal?: AbortSignal; onHeaders?: (headers: Metadata) => void } = {}) =>
+  const call = (to: UnaryTransport, request: Uint8Array = Buffer.from('ping'), metadata = new Metadata(), deadlineMs = 2000, more: { signal?: AbortSignal; onHeaders?: (headers: Metadata) => void; onTrailers?: (trailers: Metadata) => void } = {}) =>
     to.call(PATH, request, metadata, { deadline: Date.now() + deadlineMs, ...more });
 
   /** Answers every call with these frames: headers (END_STREAM when there are no trailers), data, trailers. */
@@ -300,6 +300,41 @@ describe('createUnaryTransport: one call, read as gRPC’s HTTP/2 protocol says 
     } }));
     expect(error).to.include({ code: Status.INTERNAL });
     expect(error.details).to.match(/listener bug/);
+  });
+
+  it('hands a successful call’s trailers to onTrailers once, before it resolves, and not a failed call’s', async () => {
+    const echoed = Buffer.from([0xab, 0xab, 0xab]);
+    let status = '0';
+    const server = await serve((received) => answerOk(received, Buffer.from('pong'), {}, { 'grpc-status': status, 'x-echo-bin': echoed.toString('base64'), 'x-plain': 'yes' }));
+    const client = transport(server.target);
+    const seen: Array<Metadata | 'resolved'> = [];
+    const answer = await call(client, undefined, undefined, 2000, { onTrailers: (trailers) => seen.push(trailers) }).then((bytes) => {
+      seen.push('resolved');
+      return bytes;
+    });
+    expect(answer).to.deep.equal(Buffer.from('pong'));
+    expect(seen).to.have.length(2);
+    expect(seen[1]).to.equal('resolved');
+    const trailers = seen[0] as Metadata;
+    expect(trailers.get('x-echo-bin')).to.deep.equal([echoed]);
+    expect(trailers.get('x-plain')).to.deep.equal(['yes']);
+    expect(trailers.get('grpc-status'), 'the status is not metadata').to.deep.equal([]);
+
+    status = String(Status.NOT_FOUND);
+    const told: Metadata[] = [];
+    const error = await failure(call(client, undefined, undefined, 2000, { onTrailers: (t) => told.push(t) }));
+    expect(error.code).to.equal(Status.NOT_FOUND);
+    expect(error.metadata.get('x-echo-bin'), 'a failed call’s trailers are its error’s metadata').to.deep.equal([echoed]);
+    expect(told).to.have.length(0);
+  });
+
+  it('fails a call whose onTrailers throws INTERNAL, without a crash', async () => {
+    const server = await serve((received) => answerOk(received));
+    const error = await failure(call(transport(server.target), undefined, undefined, 2000, { onTrailers: () => {
+      throw new Error('listener bug');
+    } }));
+    expect(error).to.include({ code: Status.INTERNAL });
+    expect(error.details).to.match(/onTrailers threw: .*listener bug/);
   });
 
   it('reads the -bin trailers of a status as bytes (the rich error model’s grpc-status-details-bin)', async () => {
