@@ -197,6 +197,7 @@ export class ConnectionPool implements CallDispatcher {
     if (this.state === 'SHUTDOWN') return;
     this.state = 'SHUTDOWN';
     this.resolver?.close();
+    this.deadlines.close();
     for (const endpoint of this.endpoints.values()) endpoint.remove();
     this.endpoints.clear();
     this.ready = [];

@@ -193,6 +193,9 @@ export class Connection {
       this.socketClosed = true;
       this.maybeClosed();
     });
+    // Node ends the socket of a session that is over (GOAWAY, close()) and leaves it open until the
+    // server closes its side, which a server that sent GOAWAY need not do: it is closed from here.
+    socket.once('finish', () => socket.destroy());
     // The streams' `:authority` is set per request: this URL only names the scheme.
     const session = connectHttp2(this.settings.tls === undefined ? 'http://localhost' : 'https://localhost', {
       createConnection: () => socket,
@@ -269,6 +272,9 @@ export class Connection {
   private maybeClosed(): void {
     if (this.closeReported || this.phase === 'connecting' || this.streams > 0) return;
     if (this.session !== undefined && !this.socketClosed && !this.session.destroyed) return;
+    // A session that nghttp2 tore down (a header block or frame over a limit) closes its streams
+    // before its own close event: the owner hears of the loss before the close, as it is promised.
+    this.lose(this.lastError ?? 'the connection closed');
     this.closeReported = true;
     this.owner.closed(this);
   }

@@ -25,6 +25,7 @@ export class DeadlineQueue {
   private timer: NodeJS.Timeout | undefined;
   /** The deadline {@link timer} fires at. */
   private armedFor = Number.POSITIVE_INFINITY;
+  private closed = false;
 
   add(item: Timed): void {
     // While calls are pending the timer keeps the process alive, as a timer per call would.
@@ -51,13 +52,32 @@ export class DeadlineQueue {
     item.previous = undefined;
     item.next = undefined;
     // The timer armed for a call that ended fires for nothing later; it holds no process up.
-    if (this.head === undefined) this.timer?.unref();
+    if (this.head === undefined) {
+      if (this.closed) this.disarm();
+      else this.timer?.unref();
+    }
+  }
+
+  /**
+   * The transport is closed: the items still queued keep their deadlines, and once none is left no
+   * timer is either, where one armed for an ended call would outlive the transport by up to a
+   * deadline.
+   */
+  close(): void {
+    this.closed = true;
+    if (this.head === undefined) this.disarm();
   }
 
   private arm(at: number): void {
     clearTimeout(this.timer);
     this.armedFor = at;
     this.timer = setTimeout(() => this.fire(), Math.min(MAX_TIMER_MS, Math.max(0, at - Date.now())));
+  }
+
+  private disarm(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.armedFor = Number.POSITIVE_INFINITY;
   }
 
   private fire(): void {

@@ -4,12 +4,14 @@ import { status as Status } from '@grpc/grpc-js';
 
 /**
  * The gRPC code of a response that carries no `grpc-status`, by its HTTP status
- * (grpc/grpc doc/http-grpc-status-mapping.md): such a response did not come from a gRPC server
- * (a proxy's error page, a load balancer's 503).
+ * (grpc/grpc doc/http-grpc-status-mapping.md: its table has 431 INTERNAL, as grpc-java maps it,
+ * where grpc-go 1.85 and grpc-js 1.14 still say UNKNOWN): such a response did not come from a gRPC
+ * server (a proxy's error page, a load balancer's 503).
  */
 export function codeOfHttpStatus(httpStatus: number): Status {
   switch (httpStatus) {
     case 400:
+    case 431:
       return Status.INTERNAL;
     case 401:
       return Status.UNAUTHENTICATED;

@@ -4,6 +4,7 @@ import { Metadata, type ServiceError, status as Status } from '@grpc/grpc-js';
 import { callError, CANCELLED_ON_CLIENT, describe } from './call-error';
 import type { Connection } from './connection';
 import type { DeadlineQueue, Timed } from './deadline-queue';
+import type { UnaryCallOptions } from './unary-transport';
 import { codeOfHttpStatus, codeOfResetStream, decodeGrpcMessage, grpcTimeout, http2CodeName } from './status-mapping';
 
 /** Where a call goes to be started: the connection pool. */
@@ -61,6 +62,7 @@ export class UnaryCall implements Timed {
   /** The first message's length, once its prefix has arrived. */
   private declared = -1;
   private streamError: string | undefined;
+  readonly deadline: number;
 
   constructor(
     private readonly dispatcher: CallDispatcher,
@@ -68,15 +70,15 @@ export class UnaryCall implements Timed {
     private readonly headers: OutgoingHttpHeaders,
     /** The request message with its 5-byte prefix. */
     private readonly frame: Buffer,
-    readonly deadline: number,
-    private readonly signal: AbortSignal | undefined,
-    private readonly onHeaders: ((headers: Metadata) => void) | undefined,
+    /** The caller's: the deadline, the signal and the listeners. */
+    private readonly options: UnaryCallOptions,
     private readonly maxReceiveBytes: number,
     private readonly resolve: (bytes: Buffer) => void,
     private readonly reject: (error: ServiceError) => void,
   ) {
-    if (deadline !== Number.POSITIVE_INFINITY) dispatcher.deadlines.add(this);
-    signal?.addEventListener('abort', this);
+    this.deadline = options.deadline;
+    if (this.deadline !== Number.POSITIVE_INFINITY) dispatcher.deadlines.add(this);
+    options.signal?.addEventListener('abort', this);
   }
 
   /** Starts an attempt on `connection`, which is ready. */
@@ -128,7 +130,7 @@ export class UnaryCall implements Timed {
     if (this.settled) return;
     this.settled = true;
     this.dispatcher.deadlines.remove(this);
-    this.signal?.removeEventListener('abort', this);
+    this.options.signal?.removeEventListener('abort', this);
     if (this.waiting) this.dispatcher.forget(this);
     const { stream } = this;
     if (error !== undefined && stream !== undefined && !stream.closed) stream.close(NGHTTP2_CANCEL);
@@ -164,16 +166,31 @@ export class UnaryCall implements Timed {
     if (this.received > 5 + this.declared) this.fail(Status.UNIMPLEMENTED, 'Too many responses received');
   }
 
-  /** The response headers arrived (with END_STREAM: a trailers-only answer). */
+  /**
+   * The response headers arrived (with END_STREAM: a trailers-only answer). Headers that are not
+   * gRPC's Response-Headers (`:status` 200 and a gRPC content-type, PROTOCOL-HTTP2.md) come from
+   * something else, such as a proxy's error page: the call ends at once with the HTTP status's code
+   * (http-grpc-status-mapping.md; 200 UNKNOWN, as grpc-go maps a non-gRPC content-type), and the
+   * body, which holds no gRPC message, is not read.
+   */
   takeHeaders(headers: IncomingHttpHeaders & IncomingHttpStatusHeader, flags: number): void {
     this.responseHeaders = headers;
     if ((flags & NGHTTP2_FLAG_END_STREAM) !== 0) {
       this.trailers = headers;
       return;
     }
-    if (this.onHeaders === undefined) return;
+    const httpStatus = headers[':status'];
+    const contentType = headers['content-type'];
+    const grpcContent = isGrpcContentType(contentType);
+    if (httpStatus !== 200 || !grpcContent) {
+      const what = grpcContent ? '' : ` with content-type ${contentType ?? '(none)'}`;
+      this.fail(codeOfHttpStatus(httpStatus ?? 0), `Received HTTP status code ${httpStatus}${what}`, statusMetadata(headers));
+      return;
+    }
+    const { onHeaders } = this.options;
+    if (onHeaders === undefined) return;
     try {
-      this.onHeaders(headerMetadata(headers));
+      onHeaders(headerMetadata(headers));
     } catch (error) {
       this.fail(Status.INTERNAL, `onHeaders threw: ${describe(error)}`);
     }
@@ -192,21 +209,14 @@ export class UnaryCall implements Timed {
     this.connection!.streamEnded();
     if (this.settled) return;
     const connection = this.connection!;
-    const trailers = this.trailers;
-    const grpcStatus = trailers?.['grpc-status'];
-    if (grpcStatus !== undefined) {
-      this.finish(trailers!, grpcStatus);
+    if (this.trailers !== undefined) {
+      this.finish(this.trailers);
       return;
     }
     const rstCode = stream.rstCode ?? NGHTTP2_NO_ERROR;
     const headers = this.responseHeaders;
     if (headers === undefined && (rstCode === NGHTTP2_REFUSED_STREAM || !(stream.id! <= connection.goawayLastStreamId))) {
       this.refused();
-      return;
-    }
-    const httpStatus = headers?.[':status'];
-    if (httpStatus !== undefined && httpStatus !== 200) {
-      this.fail(codeOfHttpStatus(httpStatus), `Received HTTP status code ${httpStatus}`, statusMetadata(headers!));
       return;
     }
     const lost = connection.lossReason();
@@ -218,12 +228,22 @@ export class UnaryCall implements Timed {
       this.fail(codeOfResetStream(rstCode), `Received RST_STREAM with code ${rstCode} (${http2CodeName(rstCode)})`);
       return;
     }
-    const what = headers === undefined ? 'without response headers' : trailers === undefined ? 'without trailers' : 'with trailers that hold no grpc-status';
+    const what = headers === undefined ? 'without response headers' : 'without trailers';
     this.fail(Status.INTERNAL, `the stream ended ${what}${this.streamError === undefined ? '' : ` (${this.streamError})`}`);
   }
 
-  /** The answer with a status: its message, if OK, checked as a unary answer; else the status as an error. */
-  private finish(trailers: IncomingHttpHeaders, grpcStatus: string | string[]): void {
+  /**
+   * The answer with its status: its message, if OK, checked as a unary answer; else the status as
+   * an error. Without grpc-status the HTTP status's code stands in (http-grpc-status-mapping.md:
+   * "200 is UNKNOWN because there should be a grpc-status in case of truly OK response").
+   */
+  private finish(trailers: IncomingHttpHeaders): void {
+    const grpcStatus = trailers['grpc-status'];
+    if (grpcStatus === undefined) {
+      const httpStatus = this.responseHeaders![':status'] ?? 0;
+      this.fail(codeOfHttpStatus(httpStatus), `Received HTTP status code ${httpStatus}`, statusMetadata(trailers));
+      return;
+    }
     const code = statusCodeOf(grpcStatus);
     if (code !== Status.OK) {
       const message = trailers['grpc-message'];
@@ -242,7 +262,7 @@ export class UnaryCall implements Timed {
     const flag = body[0];
     const message = body.subarray(5, 5 + this.declared);
     if (flag === 0) {
-      this.settle(undefined, message);
+      this.succeed(trailers, message);
       return;
     }
     if (flag !== 1) {
@@ -268,7 +288,21 @@ export class UnaryCall implements Timed {
       this.fail(Status.RESOURCE_EXHAUSTED, `Received message larger than max (${inflated.length} vs. ${this.maxReceiveBytes})`);
       return;
     }
-    this.settle(undefined, inflated);
+    this.succeed(trailers, inflated);
+  }
+
+  /** The call succeeded: `onTrailers` hears of its trailers, then it resolves with `message`. */
+  private succeed(trailers: IncomingHttpHeaders, message: Buffer): void {
+    const { onTrailers } = this.options;
+    if (onTrailers !== undefined) {
+      try {
+        onTrailers(statusMetadata(trailers));
+      } catch (error) {
+        this.fail(Status.INTERNAL, `onTrailers threw: ${describe(error)}`);
+        return;
+      }
+    }
+    this.settle(undefined, message);
   }
 }
 
@@ -293,6 +327,16 @@ function onError(this: CallStream, error: Error): void {
 
 function onClose(this: CallStream): void {
   this[kCall].streamClosed(this);
+}
+
+/**
+ * Whether a response's content-type is gRPC's: `application/grpc`, alone or followed by `+` or `;`
+ * (PROTOCOL-HTTP2.md's Content-Type, as grpc-go's `ContentSubtype` reads it). No allocation.
+ */
+function isGrpcContentType(contentType: string | undefined): boolean {
+  if (contentType === undefined || !contentType.startsWith('application/grpc')) return false;
+  const next = contentType.charCodeAt(16);
+  return Number.isNaN(next) || next === 0x2b || next === 0x3b;
 }
 
 /** `body` as one Buffer. */

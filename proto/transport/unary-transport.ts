@@ -24,6 +24,13 @@ export interface UnaryCallOptions {
   readonly signal?: AbortSignal | undefined;
   /** Told of the response headers (not of a trailers-only answer's), as grpc-js's `onReceiveMetadata`. */
   readonly onHeaders?: ((headers: Metadata) => void) | undefined;
+  /**
+   * Told of the trailers of a call that succeeds, just before it resolves (without `grpc-status`
+   * and `grpc-message`; `-bin` values decoded), as grpc-js's `onReceiveStatus` gives them with
+   * OK. A failed call's trailers are its error's `metadata` instead. A listener that throws fails
+   * the call INTERNAL.
+   */
+  readonly onTrailers?: ((trailers: Metadata) => void) | undefined;
 }
 
 /** Settings of {@link createUnaryTransport}; each has a default. */
@@ -169,7 +176,7 @@ export function createUnaryTransport(target: string, options: UnaryTransportOpti
         headers.te = 'trailers';
         headers['user-agent'] = userAgent;
         headers['grpc-accept-encoding'] = ACCEPT_ENCODING;
-        pool.dispatch(new UnaryCall(pool, headers, framed(request), deadline, signal, callOptions.onHeaders, maxReceive, resolve, reject as (error: ServiceError) => void));
+        pool.dispatch(new UnaryCall(pool, headers, framed(request), callOptions, maxReceive, resolve, reject as (error: ServiceError) => void));
       });
     },
     state(tryToConnect = false) {

@@ -330,9 +330,6 @@ describe('createUnaryTransport against a misbehaving HTTP/2 server', function ()
   });
 
   describe('GOAWAY mid-call', () => {
-    // Known to fail against issue-46 at 094a230 (most runs), as do the next two: a connection that
-    // got GOAWAY NO_ERROR is never closed by the client, not even by close(), so a server that keeps
-    // its side open leaves the socket open and connections() counting it draining.
     it('of two calls on a connection, the one below the last stream id finishes there, the one above is sent again on a new connection', async () => {
       const requests = [Buffer.from('A'), Buffer.from('B')];
       const { outcomes } = await run(['goaway-between-two-calls', 'goaway-between-two-calls'], { requests });
@@ -427,10 +424,6 @@ describe('createUnaryTransport against a misbehaving HTTP/2 server', function ()
     });
   });
 
-  // Known to fail against issue-46 at 094a230, as does 'a content-type that is not gRPC': the body
-  // of an answer that is not gRPC (a proxy's page) is read as length-prefixed messages, and its
-  // first bytes taken as a length fail the call RESOURCE_EXHAUSTED. The trailers-only 200 without
-  // grpc-status fails too: INTERNAL, where the mapping gives UNKNOWN.
   describe('an HTTP status without grpc-status (http-grpc-status-mapping.md)', () => {
     for (const [httpStatus, status] of HTTP_STATUSES) {
       it(`${httpStatus}, text/plain, is ${Status[status]}`, async () => {
@@ -500,9 +493,6 @@ describe('createUnaryTransport against a misbehaving HTTP/2 server', function ()
     });
   });
 
-  // Known to fail against issue-46 at 094a230 (all but the 1000 headers): the status is as expected,
-  // but a connection lost to a session error while a stream was open stays counted as draining in
-  // connections() forever, after close() too, though its socket is closed.
   describe('oversized headers and frames', () => {
     // gRPC leaves the status of metadata over a client's limit open: grpc-core says
     // RESOURCE_EXHAUSTED, grpc-js INTERNAL; nghttp2 (node:http2) fails a header block over

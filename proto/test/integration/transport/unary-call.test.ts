@@ -38,7 +38,7 @@ describe('createUnaryTransport: one call, read as gRPC’s HTTP/2 protocol says 
     return made;
   }
 
-  const call = (to: UnaryTransport, request: Uint8Array = Buffer.from('ping'), metadata = new Metadata(), deadlineMs = 2000, more: { signal?: AbortSignal; onHeaders?: (headers: Metadata) => void } = {}) =>
+  const call = (to: UnaryTransport, request: Uint8Array = Buffer.from('ping'), metadata = new Metadata(), deadlineMs = 2000, more: { signal?: AbortSignal; onHeaders?: (headers: Metadata) => void; onTrailers?: (trailers: Metadata) => void } = {}) =>
     to.call(PATH, request, metadata, { deadline: Date.now() + deadlineMs, ...more });
 
   /** Answers every call with these frames: headers (END_STREAM when there are no trailers), data, trailers. */
@@ -136,6 +136,55 @@ describe('createUnaryTransport: one call, read as gRPC’s HTTP/2 protocol says 
     }
   });
 
+  it('ends an answer that is not gRPC (another HTTP status, or another content-type) at its headers, by the HTTP status, its body unread', async () => {
+    // The body starts with bytes that, read as a length prefix, would be far over the size limit.
+    const cases: Array<[number, string | undefined, Status, string]> = [
+      [503, 'text/plain', Status.UNAVAILABLE, 'Received HTTP status code 503 with content-type text/plain'],
+      [404, 'text/html', Status.UNIMPLEMENTED, 'Received HTTP status code 404 with content-type text/html'],
+      [502, 'application/grpc', Status.UNAVAILABLE, 'Received HTTP status code 502'],
+      [200, 'application/json', Status.UNKNOWN, 'Received HTTP status code 200 with content-type application/json'],
+      [200, 'application/grpcweb', Status.UNKNOWN, 'Received HTTP status code 200 with content-type application/grpcweb'],
+      [200, undefined, Status.UNKNOWN, 'Received HTTP status code 200 with content-type (none)'],
+    ];
+    let index = 0;
+    const server = await serve((received) => {
+      const [httpStatus, contentType] = cases[index]!;
+      void received.body.then(() => {
+        received.stream.respond({ ':status': httpStatus, ...(contentType === undefined ? {} : { 'content-type': contentType }), 'x-proxy': 'edge' });
+        // Never ended: the call must not wait for the end of a body that is not gRPC.
+        received.stream.write('503 from a proxy');
+      });
+    });
+    const client = transport(server.target);
+    for (const [httpStatus, contentType, code, details] of cases) {
+      const error = await failure(call(client, undefined, undefined, 5000));
+      expect(error, `${httpStatus} ${contentType}`).to.include({ code, details });
+      expect(error.metadata.get('x-proxy')).to.deep.equal(['edge']);
+      expect(await server.calls[index]!.closed, 'the stream was reset').to.equal(constants.NGHTTP2_CANCEL);
+      index += 1;
+    }
+  });
+
+  it('takes application/grpc with a subtype (+proto) or parameters (;charset) as gRPC', async () => {
+    let contentType = '';
+    const server = await serve((received) => answerOk(received, Buffer.from('pong'), { 'content-type': contentType }));
+    const client = transport(server.target);
+    for (contentType of ['application/grpc+proto', 'application/grpc;charset=utf-8']) expect(await call(client), contentType).to.deep.equal(Buffer.from('pong'));
+  });
+
+  it('fails UNKNOWN on a 200 whose status holds no grpc-status, trailers-only or after a message (http-grpc-status-mapping.md), keeping it as metadata', async () => {
+    const cases: Array<[string, (received: ReceivedCall) => void]> = [
+      ['trailers-only', answering({ 'content-type': 'application/grpc', 'x-other': '1' })],
+      ['trailers after a message', answering({ 'content-type': 'application/grpc' }, [grpcFrame(Buffer.from('pong'))], { 'x-other': '1' })],
+    ];
+    for (const [name, answer] of cases) {
+      const server = await serve(answer);
+      const error = await failure(call(transport(server.target)));
+      expect(error, name).to.include({ code: Status.UNKNOWN, details: 'Received HTTP status code 200' });
+      expect(error.metadata.get('x-other'), name).to.deep.equal(['1']);
+    }
+  });
+
   it('fails INTERNAL on a response without trailers, on a truncated message, and on a compressed flag without grpc-encoding', async () => {
     const cases: Array<[string, (received: ReceivedCall) => void, RegExp]> = [
       ['no trailers', answering({ 'content-type': 'application/grpc' }, [grpcFrame(Buffer.from('pong'))]), /without trailers/],
@@ -145,7 +194,6 @@ describe('createUnaryTransport: one call, read as gRPC’s HTTP/2 protocol says 
       ['a compressed flag with grpc-encoding identity', answering({ 'content-type': 'application/grpc', 'grpc-encoding': 'identity' }, [grpcFrame(Buffer.from('pong'), true)], { 'grpc-status': '0' }), /compressed, but no grpc-encoding/],
       ['an unknown encoding', answering({ 'content-type': 'application/grpc', 'grpc-encoding': 'snappy' }, [grpcFrame(Buffer.from('pong'), true)], { 'grpc-status': '0' }), /snappy/],
       ['a flag neither 0 nor 1', answering({ 'content-type': 'application/grpc' }, [Buffer.concat([Buffer.from([2]), grpcFrame(Buffer.from('pong')).subarray(1)])], { 'grpc-status': '0' }), /flag 2/],
-      ['trailers without grpc-status', answering({ 'content-type': 'application/grpc' }, [grpcFrame(Buffer.from('pong'))], { 'x-other': '1' }), /no grpc-status/],
     ];
     for (const [name, answer, details] of cases) {
       const server = await serve(answer);
@@ -252,6 +300,41 @@ describe('createUnaryTransport: one call, read as gRPC’s HTTP/2 protocol says 
     } }));
     expect(error).to.include({ code: Status.INTERNAL });
     expect(error.details).to.match(/listener bug/);
+  });
+
+  it('hands a successful call’s trailers to onTrailers once, before it resolves, and not a failed call’s', async () => {
+    const echoed = Buffer.from([0xab, 0xab, 0xab]);
+    let status = '0';
+    const server = await serve((received) => answerOk(received, Buffer.from('pong'), {}, { 'grpc-status': status, 'x-echo-bin': echoed.toString('base64'), 'x-plain': 'yes' }));
+    const client = transport(server.target);
+    const seen: Array<Metadata | 'resolved'> = [];
+    const answer = await call(client, undefined, undefined, 2000, { onTrailers: (trailers) => seen.push(trailers) }).then((bytes) => {
+      seen.push('resolved');
+      return bytes;
+    });
+    expect(answer).to.deep.equal(Buffer.from('pong'));
+    expect(seen).to.have.length(2);
+    expect(seen[1]).to.equal('resolved');
+    const trailers = seen[0] as Metadata;
+    expect(trailers.get('x-echo-bin')).to.deep.equal([echoed]);
+    expect(trailers.get('x-plain')).to.deep.equal(['yes']);
+    expect(trailers.get('grpc-status'), 'the status is not metadata').to.deep.equal([]);
+
+    status = String(Status.NOT_FOUND);
+    const told: Metadata[] = [];
+    const error = await failure(call(client, undefined, undefined, 2000, { onTrailers: (t) => told.push(t) }));
+    expect(error.code).to.equal(Status.NOT_FOUND);
+    expect(error.metadata.get('x-echo-bin'), 'a failed call’s trailers are its error’s metadata').to.deep.equal([echoed]);
+    expect(told).to.have.length(0);
+  });
+
+  it('fails a call whose onTrailers throws INTERNAL, without a crash', async () => {
+    const server = await serve((received) => answerOk(received));
+    const error = await failure(call(transport(server.target), undefined, undefined, 2000, { onTrailers: () => {
+      throw new Error('listener bug');
+    } }));
+    expect(error).to.include({ code: Status.INTERNAL });
+    expect(error.details).to.match(/onTrailers threw: .*listener bug/);
   });
 
   it('reads the -bin trailers of a status as bytes (the rich error model’s grpc-status-details-bin)', async () => {

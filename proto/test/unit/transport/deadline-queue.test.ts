@@ -1,3 +1,4 @@
+import { createHook } from 'node:async_hooks';
 import { expect } from 'chai';
 import { DeadlineQueue, type Timed } from '../../../transport/deadline-queue';
 
@@ -52,5 +53,46 @@ describe('DeadlineQueue: every deadline under one timer, as a timer per call wou
     expect(far.queued, 'a month away').to.equal(true);
     // Removing the last item lets the process exit: mocha (exit: false) would otherwise wait a month.
     queue.remove(far);
+  });
+
+  it('once closed, keeps the deadlines still queued, then leaves no timer behind when the last item goes', async () => {
+    // Unref'd timers alive: what the queue leaves armed for an item that ended (mocha's own are ref'd).
+    const timers = new Map<number, NodeJS.Timeout>();
+    const hook = createHook({
+      init: (id, type, _trigger, resource) => {
+        if (type === 'Timeout') timers.set(id, resource as NodeJS.Timeout);
+      },
+      destroy: (id) => {
+        timers.delete(id);
+      },
+    }).enable();
+    const unrefAlive = async (): Promise<number> => {
+      await new Promise((resolve) => setImmediate(resolve));
+      return [...timers.values()].filter((timer) => !timer.hasRef()).length;
+    };
+    try {
+      const queue = new DeadlineQueue();
+      const expired: Array<{ deadline: number; at: number }> = [];
+      const now = Date.now();
+      const [soon, late] = [now + 20, now + 60_000].map((deadline) => item(deadline, expired)) as [Timed, Timed];
+      queue.add(soon);
+      queue.add(late);
+      queue.close();
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      expect(expired.map(({ deadline }) => deadline - now), 'a deadline queued before close()').to.deep.equal([20]);
+      queue.remove(late);
+      expect(await unrefAlive(), 'timers left once the last item went').to.equal(0);
+
+      // Closed while empty: the timer left armed for an item that ended goes at once.
+      const idle = new DeadlineQueue();
+      const ended = item(Date.now() + 60_000, expired);
+      idle.add(ended);
+      idle.remove(ended);
+      expect(await unrefAlive(), 'the timer armed for the item that ended, before close()').to.equal(1);
+      idle.close();
+      expect(await unrefAlive(), 'timers left after close()').to.equal(0);
+    } finally {
+      hook.disable();
+    }
   });
 });

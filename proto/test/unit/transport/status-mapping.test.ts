@@ -17,12 +17,13 @@ describe('status mapping: grpc/grpc PROTOCOL-HTTP2.md and http-grpc-status-mappi
       403: Status.PERMISSION_DENIED,
       404: Status.UNIMPLEMENTED,
       429: Status.UNAVAILABLE,
+      431: Status.INTERNAL,
       502: Status.UNAVAILABLE,
       503: Status.UNAVAILABLE,
       504: Status.UNAVAILABLE,
     };
     for (const [http, code] of Object.entries(table)) expect(Status[codeOfHttpStatus(Number(http))], http).to.equal(Status[code]);
-    for (const other of [200, 201, 204, 301, 402, 415, 500, 505]) expect(Status[codeOfHttpStatus(other)], String(other)).to.equal('UNKNOWN');
+    for (const other of [200, 201, 204, 301, 402, 415, 430, 432, 500, 505]) expect(Status[codeOfHttpStatus(other)], String(other)).to.equal('UNKNOWN');
   });
 
   it('maps a reset stream’s HTTP/2 error code as the protocol’s "Errors" section does', () => {

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { createServer, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 
@@ -38,7 +39,10 @@ export interface MisbehavingServer {
   readonly streams: readonly StreamRecord[];
   /** Streams not closed yet, on every connection. */
   openStreams(): number;
-  /** Connections open now, and accepted so far. */
+  /**
+   * Connections open now (neither closed by the server nor by the client: see
+   * {@link establishedClientPorts}), and accepted so far.
+   */
   openSessions(): number;
   readonly sessionsAccepted: number;
   /** Destroys every open connection: after a test that failed midway. */
@@ -75,11 +79,13 @@ export async function startMisbehavingServer(behaviours: Readonly<Record<string,
   const server = createServer({ maxSendHeaderBlockLength: 1 << 20 });
   const sessions: ServerHttp2Session[] = [];
   const open = new Set<ServerHttp2Session>();
+  const clientPorts = new Map<ServerHttp2Session, number | undefined>();
   const streams: StreamRecord[] = [];
   const attempts = new Map<string, number>();
   server.on('session', (session) => {
     sessions.push(session);
     open.add(session);
+    clientPorts.set(session, session.socket.remotePort);
     session.on('close', () => open.delete(session));
     session.on('error', () => session.destroy());
   });
@@ -89,7 +95,10 @@ export async function startMisbehavingServer(behaviours: Readonly<Record<string,
     },
     streams,
     openStreams: () => streams.filter((record) => !record.closed).length,
-    openSessions: () => open.size,
+    openSessions: () => {
+      const established = establishedClientPorts((server.address() as AddressInfo).port);
+      return [...open].filter((session) => established === undefined || established.has(clientPorts.get(session)!)).length;
+    },
     get sessionsAccepted() {
       return sessions.length;
     },
@@ -129,4 +138,30 @@ export async function startMisbehavingServer(behaviours: Readonly<Record<string,
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return running;
+}
+
+/**
+ * The client ports of this server's TCP connections that the kernel holds ESTABLISHED
+ * (/proc/net/tcp, state 01), or undefined where there is no such file (then a session counts as
+ * open until node:http2 says it closed). A connection the client closed is not: once the client's
+ * FIN or RST has arrived it is CLOSE_WAIT or gone. node:http2 alone cannot tell: once this server
+ * has sent GOAWAY and no stream is left, nghttp2 wants nothing more from the connection
+ * (nghttp2_session_want_read() is 0, "the application should drop the connection"), so node:http2
+ * stops reading it, and never sees the client close it, nor its GOAWAY: the session stays open,
+ * and this server, which keeps its side open, is then the only thing that does.
+ */
+function establishedClientPorts(serverPort: number): Set<number> | undefined {
+  let table: string;
+  try {
+    table = readFileSync('/proc/net/tcp', 'latin1');
+  } catch {
+    return undefined;
+  }
+  const ports = new Set<number>();
+  for (const line of table.split('\n').slice(1)) {
+    const [, local, remote, state] = line.trim().split(/\s+/);
+    if (state !== '01' || local === undefined || remote === undefined) continue;
+    if (Number.parseInt(local.slice(local.indexOf(':') + 1), 16) === serverPort) ports.add(Number.parseInt(remote.slice(remote.indexOf(':') + 1), 16));
+  }
+  return ports;
 }
