@@ -73,7 +73,7 @@ export interface PetstoreClient<Mode extends Int64Mode> {
   updatePet(id: Int64<Mode> | bigint | string, change: PetChange, options?: UpdatePetOptions): Promise<TaggedPet<Mode>>;
   /**
    * Deletes the pet (DELETE). Fails with `not_found` or `precondition_failed` (`ifMatch` is stale;
-   * `currentEtag`). A retry after a lost answer that finds the pet gone counts as the delete.
+   * `currentEtag`). A retry after a lost answer or a 5xx that finds the pet gone counts as the delete.
    */
   deletePet(id: Int64<Mode> | bigint | string, options?: DeletePetOptions): Promise<void>;
   /** The `X-RateLimit-*` fields of the last response that carried them. */
@@ -86,7 +86,7 @@ interface Attempt {
   readonly requestId: string;
   readonly headers: Record<string, string>;
   readonly body?: string;
-  /** A DELETE: a 404 to a retry after an attempt whose answer never came means that attempt deleted it. */
+  /** A DELETE: a 404 to a retry after an attempt that may have been carried out (no answer, a 5xx) means that attempt deleted it. */
   readonly goneAfterLostAnswerIsDone?: boolean;
 }
 
@@ -146,8 +146,9 @@ export function createPetstoreClient<Mode extends Int64Mode = 'bigint'>(options:
         gate.release(ticket, response?.headers);
       }
       if (failure.code !== 'rate_limited' && failure.code !== 'network_error' && !RETRIED_STATUSES.has(failure.status)) throw failure;
-      // No answer, or the gateway's 502/504: the request may have been carried out.
-      if (failure.code === 'network_error' || failure.status === 502 || failure.status === 504) answerLost = true;
+      // No answer, or a 5xx: the request may have been carried out. A 503 is one too: the gateway
+      // answers it when the pet service's connection drops after the call was sent (UNAVAILABLE).
+      if (failure.code !== 'rate_limited') answerLost = true;
       // `Retry-After` is a floor: when a 429's window opens, or how long a 503 for a request the
       // service shed asks for. Only a 429 holds back the client's other calls (bans count 429s).
       const floorMs = failure.retryAfterMs ?? 0;

@@ -18,14 +18,6 @@ export function cancelledError(): ServiceError {
   return callError(Status.CANCELLED, CANCELLED_ON_CLIENT);
 }
 
-/**
- * Whether `error` is a call's error with a gRPC code (what every call of the transport rejects
- * with), as opposed to anything else thrown.
- */
-export function isServiceError(error: unknown): error is ServiceError {
-  return error instanceof Error && typeof (error as Partial<ServiceError>).code === 'number';
-}
-
 /** `error` as text for a status's details: never throws, whatever was thrown. */
 export function describe(error: unknown): string {
   try {

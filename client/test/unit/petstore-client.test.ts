@@ -91,6 +91,12 @@ describe('petstore client', () => {
       expect(await rejection(client.deletePet(7n))).to.include({ code: 'not_found', status: 404 });
     });
 
+    it('counts a 404 after a 503 as the delete: the pet service may have deleted the pet before its connection dropped', async () => {
+      const { client, sent } = clientFor([errorAnswer(503, 'service_unavailable'), errorAnswer(404, 'not_found')]);
+      await client.deletePet(7n);
+      expect(sent).to.have.length(2);
+    });
+
     it('refuses an id that is not a positive integer before sending', async () => {
       const { client, sent } = clientFor([]);
       expect(await rejection(client.updatePet('07', { name: 'x' }))).to.be.instanceOf(RangeError);

@@ -42,8 +42,11 @@ interface PetDocument {
   idempotencyKey?: string;
   /** Raised by every change; absent on pets never changed (and on those stored before versions): 0. */
   version?: number | bigint;
-  /** The last change made with an idempotency key, written by that change's own write. */
-  lastChange?: { key: string; fingerprint: string };
+  /**
+   * The last change made with an idempotency key, written by that change's own write; it stands
+   * for the key until `expiresAt`, as the key's record does (absent on marks written without one).
+   */
+  lastChange?: { key: string; fingerprint: string; expiresAt?: Date };
 }
 
 /**
@@ -453,7 +456,7 @@ export class MongoPetRepository implements PetRepository {
    * pet (applyChange's rules, in their order); when the pet then allows the change, another change
    * came between the two, and without an etag the change is written again to the pet as it is.
    */
-  private async change(id: bigint, change: PetChange, versions: VersionCondition, key: IdempotencyClaim | undefined): Promise<UpdateResult> {
+  private async change(id: bigint, change: PetChange, versions: VersionCondition, key: IdempotencyClaim | undefined, now = this.now()): Promise<UpdateResult> {
     const conditions: Record<string, unknown>[] = [{ _id: id }];
     if (versions !== undefined) conditions.push(versionFilter(versions));
     const set: Record<string, unknown> = {};
@@ -474,8 +477,11 @@ export class MongoPetRepository implements PetRepository {
       conditions.push({ $or: differs });
     }
     if (key !== undefined) {
-      set.lastChange = { key: key.key, fingerprint: key.fingerprint };
-      conditions.push({ 'lastChange.key': { $ne: key.key } });
+      set.lastChange = { key: key.key, fingerprint: key.fingerprint, expiresAt: new Date(now + IDEMPOTENCY_WINDOW_MS) };
+      // A mark of this key stands for it only within its window, as its record in idempotency_keys.
+      conditions.push({
+        $or: [{ 'lastChange.key': { $ne: key.key } }, { 'lastChange.expiresAt': { $lte: new Date(now) } }, { 'lastChange.expiresAt': { $exists: false } }],
+      });
     }
     const filter = { $and: conditions };
     for (let attempt = 1; ; attempt += 1) {
@@ -483,9 +489,10 @@ export class MongoPetRepository implements PetRepository {
       if (written !== null) return { pet: fromDocument(written), changed: true, replayed: false };
       const document = await this.pets.findOne({ _id: id }, this.primary);
       if (document === null) throw PetServiceError.notFound(id);
-      if (key !== undefined && document.lastChange?.key === key.key) {
+      const mark = document.lastChange;
+      if (key !== undefined && mark?.key === key.key && mark.expiresAt !== undefined && mark.expiresAt.getTime() > now) {
         // This key's change was written, by a request whose answer was lost or by one still running.
-        if (document.lastChange.fingerprint !== key.fingerprint) throw PetServiceError.idempotencyConflict();
+        if (mark.fingerprint !== key.fingerprint) throw PetServiceError.idempotencyConflict();
         return { pet: fromDocument(document), changed: true, replayed: true };
       }
       const pet = fromDocument(document);
@@ -509,7 +516,7 @@ export class MongoPetRepository implements PetRepository {
       const { name, categoryId, status, version } = earlier.changed;
       return { pet: { id, name, categoryId: BigInt(categoryId), status, version: Number(version) }, changed: true, replayed: true };
     }
-    const result = await this.change(id, change, versions, idempotency);
+    const result = await this.change(id, change, versions, idempotency, now);
     if (!result.changed || result.replayed) return result;
     const { name, categoryId, status, version } = result.pet;
     const remembered: IdempotencyDocument = {

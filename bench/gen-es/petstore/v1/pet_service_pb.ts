@@ -4,13 +4,15 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { FieldMask } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_field_mask } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file petstore/v1/pet_service.proto.
  */
 export const file_petstore_v1_pet_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch1wZXRzdG9yZS92MS9wZXRfc2VydmljZS5wcm90bxILcGV0c3RvcmUudjEiXAoDUGV0EgoKAmlkGAEgASgDEgwKBG5hbWUYAiABKAkSEwoLY2F0ZWdvcnlfaWQYAyABKAMSJgoGc3RhdHVzGAQgASgOMhYucGV0c3RvcmUudjEuUGV0U3RhdHVzImAKD0xpc3RQZXRzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRImCgZzdGF0dXMYAyABKA4yFi5wZXRzdG9yZS52MS5QZXRTdGF0dXMiSwoQTGlzdFBldHNSZXNwb25zZRIeCgRwZXRzGAEgAygLMhAucGV0c3RvcmUudjEuUGV0EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJdChBDcmVhdGVQZXRSZXF1ZXN0EgwKBG5hbWUYASABKAkSEwoLY2F0ZWdvcnlfaWQYAiABKAMSJgoGc3RhdHVzGAMgASgOMhYucGV0c3RvcmUudjEuUGV0U3RhdHVzIjIKEUNyZWF0ZVBldFJlc3BvbnNlEh0KA3BldBgBIAEoCzIQLnBldHN0b3JlLnYxLlBldCIbCg1HZXRQZXRSZXF1ZXN0EgoKAmlkGAEgASgDIi8KDkdldFBldFJlc3BvbnNlEh0KA3BldBgBIAEoCzIQLnBldHN0b3JlLnYxLlBldCpuCglQZXRTdGF0dXMSGgoWUEVUX1NUQVRVU19VTlNQRUNJRklFRBAAEhgKFFBFVF9TVEFUVVNfQVZBSUxBQkxFEAESFgoSUEVUX1NUQVRVU19QRU5ESU5HEAISEwoPUEVUX1NUQVRVU19TT0xEEAMy6QEKClBldFNlcnZpY2USRwoITGlzdFBldHMSHC5wZXRzdG9yZS52MS5MaXN0UGV0c1JlcXVlc3QaHS5wZXRzdG9yZS52MS5MaXN0UGV0c1Jlc3BvbnNlEkoKCUNyZWF0ZVBldBIdLnBldHN0b3JlLnYxLkNyZWF0ZVBldFJlcXVlc3QaHi5wZXRzdG9yZS52MS5DcmVhdGVQZXRSZXNwb25zZRJGCgZHZXRQZXQSGi5wZXRzdG9yZS52MS5HZXRQZXRSZXF1ZXN0GhsucGV0c3RvcmUudjEuR2V0UGV0UmVzcG9uc2UiA4gCAWIGcHJvdG8z");
+  fileDesc("Ch1wZXRzdG9yZS92MS9wZXRfc2VydmljZS5wcm90bxILcGV0c3RvcmUudjEiagoDUGV0EgoKAmlkGAEgASgDEgwKBG5hbWUYAiABKAkSEwoLY2F0ZWdvcnlfaWQYAyABKAMSJgoGc3RhdHVzGAQgASgOMhYucGV0c3RvcmUudjEuUGV0U3RhdHVzEgwKBGV0YWcYBSABKAkiYAoPTGlzdFBldHNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJEiYKBnN0YXR1cxgDIAEoDjIWLnBldHN0b3JlLnYxLlBldFN0YXR1cyJLChBMaXN0UGV0c1Jlc3BvbnNlEh4KBHBldHMYASADKAsyEC5wZXRzdG9yZS52MS5QZXQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIl0KEENyZWF0ZVBldFJlcXVlc3QSDAoEbmFtZRgBIAEoCRITCgtjYXRlZ29yeV9pZBgCIAEoAxImCgZzdGF0dXMYAyABKA4yFi5wZXRzdG9yZS52MS5QZXRTdGF0dXMiMgoRQ3JlYXRlUGV0UmVzcG9uc2USHQoDcGV0GAEgASgLMhAucGV0c3RvcmUudjEuUGV0IhsKDUdldFBldFJlcXVlc3QSCgoCaWQYASABKAMiLwoOR2V0UGV0UmVzcG9uc2USHQoDcGV0GAEgASgLMhAucGV0c3RvcmUudjEuUGV0InAKEFVwZGF0ZVBldFJlcXVlc3QSHQoDcGV0GAEgASgLMhAucGV0c3RvcmUudjEuUGV0Ei8KC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzaxIMCgRldGFnGAMgASgJIjIKEVVwZGF0ZVBldFJlc3BvbnNlEh0KA3BldBgBIAEoCzIQLnBldHN0b3JlLnYxLlBldCIsChBEZWxldGVQZXRSZXF1ZXN0EgoKAmlkGAEgASgDEgwKBGV0YWcYAiABKAkiEwoRRGVsZXRlUGV0UmVzcG9uc2UqbgoJUGV0U3RhdHVzEhoKFlBFVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIYChRQRVRfU1RBVFVTX0FWQUlMQUJMRRABEhYKElBFVF9TVEFUVVNfUEVORElORxACEhMKD1BFVF9TVEFUVVNfU09MRBADMoEDCgpQZXRTZXJ2aWNlEkcKCExpc3RQZXRzEhwucGV0c3RvcmUudjEuTGlzdFBldHNSZXF1ZXN0Gh0ucGV0c3RvcmUudjEuTGlzdFBldHNSZXNwb25zZRJKCglDcmVhdGVQZXQSHS5wZXRzdG9yZS52MS5DcmVhdGVQZXRSZXF1ZXN0Gh4ucGV0c3RvcmUudjEuQ3JlYXRlUGV0UmVzcG9uc2USRgoGR2V0UGV0EhoucGV0c3RvcmUudjEuR2V0UGV0UmVxdWVzdBobLnBldHN0b3JlLnYxLkdldFBldFJlc3BvbnNlIgOIAgESSgoJVXBkYXRlUGV0Eh0ucGV0c3RvcmUudjEuVXBkYXRlUGV0UmVxdWVzdBoeLnBldHN0b3JlLnYxLlVwZGF0ZVBldFJlc3BvbnNlEkoKCURlbGV0ZVBldBIdLnBldHN0b3JlLnYxLkRlbGV0ZVBldFJlcXVlc3QaHi5wZXRzdG9yZS52MS5EZWxldGVQZXRSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_field_mask]);
 
 /**
  * Pet is one stored animal.
@@ -45,6 +47,15 @@ export type Pet = Message<"petstore.v1.Pet"> & {
    * @generated from field: petstore.v1.PetStatus status = 4;
    */
   status: PetStatus;
+
+  /**
+   * Output only (AIP-154): a strong entity tag, quotes included ("3"), that
+   * changes with every change of the pet. Ignored on input; send it back as
+   * UpdatePetRequest.etag or DeletePetRequest.etag. Empty on ListPets' pets.
+   *
+   * @generated from field: string etag = 5;
+   */
+  etag: string;
 };
 
 /**
@@ -192,6 +203,99 @@ export const GetPetResponseSchema: GenMessage<GetPetResponse> = /*@__PURE__*/
   messageDesc(file_petstore_v1_pet_service, 6);
 
 /**
+ * @generated from message petstore.v1.UpdatePetRequest
+ */
+export type UpdatePetRequest = Message<"petstore.v1.UpdatePetRequest"> & {
+  /**
+   * The pet to change (pet.id) and the new values of the fields update_mask
+   * names; its other fields, etag included, are ignored.
+   *
+   * @generated from field: petstore.v1.Pet pet = 1;
+   */
+  pet?: Pet | undefined;
+
+  /**
+   * The fields to change: "name", "category_id", "status", or "*" for the
+   * three. Absent or empty: the fields of pet that are set (AIP-134). A mask
+   * that names no field, or any other field, is INVALID_ARGUMENT.
+   *
+   * @generated from field: google.protobuf.FieldMask update_mask = 2;
+   */
+  updateMask?: FieldMask | undefined;
+
+  /**
+   * The etag the caller last saw (as Pet.etag gives it); empty: the change
+   * applies to the pet as it is.
+   *
+   * @generated from field: string etag = 3;
+   */
+  etag: string;
+};
+
+/**
+ * Describes the message petstore.v1.UpdatePetRequest.
+ * Use `create(UpdatePetRequestSchema)` to create a new message.
+ */
+export const UpdatePetRequestSchema: GenMessage<UpdatePetRequest> = /*@__PURE__*/
+  messageDesc(file_petstore_v1_pet_service, 7);
+
+/**
+ * @generated from message petstore.v1.UpdatePetResponse
+ */
+export type UpdatePetResponse = Message<"petstore.v1.UpdatePetResponse"> & {
+  /**
+   * The pet after the change (unchanged, same etag, when nothing differed).
+   *
+   * @generated from field: petstore.v1.Pet pet = 1;
+   */
+  pet?: Pet | undefined;
+};
+
+/**
+ * Describes the message petstore.v1.UpdatePetResponse.
+ * Use `create(UpdatePetResponseSchema)` to create a new message.
+ */
+export const UpdatePetResponseSchema: GenMessage<UpdatePetResponse> = /*@__PURE__*/
+  messageDesc(file_petstore_v1_pet_service, 8);
+
+/**
+ * @generated from message petstore.v1.DeletePetRequest
+ */
+export type DeletePetRequest = Message<"petstore.v1.DeletePetRequest"> & {
+  /**
+   * @generated from field: int64 id = 1;
+   */
+  id: bigint;
+
+  /**
+   * The etag the caller last saw; empty: whatever the pet's.
+   *
+   * @generated from field: string etag = 2;
+   */
+  etag: string;
+};
+
+/**
+ * Describes the message petstore.v1.DeletePetRequest.
+ * Use `create(DeletePetRequestSchema)` to create a new message.
+ */
+export const DeletePetRequestSchema: GenMessage<DeletePetRequest> = /*@__PURE__*/
+  messageDesc(file_petstore_v1_pet_service, 9);
+
+/**
+ * @generated from message petstore.v1.DeletePetResponse
+ */
+export type DeletePetResponse = Message<"petstore.v1.DeletePetResponse"> & {
+};
+
+/**
+ * Describes the message petstore.v1.DeletePetResponse.
+ * Use `create(DeletePetResponseSchema)` to create a new message.
+ */
+export const DeletePetResponseSchema: GenMessage<DeletePetResponse> = /*@__PURE__*/
+  messageDesc(file_petstore_v1_pet_service, 10);
+
+/**
  * PetStatus is the availability of a pet.
  *
  * @generated from enum petstore.v1.PetStatus
@@ -261,6 +365,32 @@ export const PetService: GenService<{
     methodKind: "unary";
     input: typeof GetPetRequestSchema;
     output: typeof GetPetResponseSchema;
+  },
+  /**
+   * Changes the fields of a pet that update_mask names (AIP-134). A change of
+   * status must be one of the transitions: AVAILABLE to PENDING, PENDING to
+   * AVAILABLE, PENDING to SOLD, AVAILABLE to SOLD; SOLD is final. Any other is
+   * FAILED_PRECONDITION with a google.rpc.PreconditionFailure. With etag set,
+   * the change applies only to the pet with that etag: otherwise ABORTED, with
+   * the current etag in a google.rpc.ErrorInfo (AIP-154). Not deprecated.
+   *
+   * @generated from rpc petstore.v1.PetService.UpdatePet
+   */
+  updatePet: {
+    methodKind: "unary";
+    input: typeof UpdatePetRequestSchema;
+    output: typeof UpdatePetResponseSchema;
+  },
+  /**
+   * Deletes a pet (AIP-135); it is then NOT_FOUND everywhere. With etag set,
+   * only the pet with that etag: otherwise ABORTED. Not deprecated.
+   *
+   * @generated from rpc petstore.v1.PetService.DeletePet
+   */
+  deletePet: {
+    methodKind: "unary";
+    input: typeof DeletePetRequestSchema;
+    output: typeof DeletePetResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_petstore_v1_pet_service, 0);

@@ -264,6 +264,16 @@ export function describePetRepositoryContract(name: string, open: OpenRepository
           expect((await repository.get(pet.id))!.version).to.equal(1);
         });
 
+        it('remembers a change\'s key for 24 hours, then treats it as new', async () => {
+          const pet = await create(rex);
+          await repository.update(pet.id, { name: 'Max' }, undefined, claim);
+          now += IDEMPOTENCY_WINDOW_MS - 1;
+          expect((await repository.update(pet.id, { name: 'Max' }, undefined, claim)).replayed).to.equal(true);
+          now += 1;
+          const later = await repository.update(pet.id, { name: 'Bo' }, undefined, { ...claim, fingerprint: 'c2' });
+          expect([later.replayed, later.pet.name, later.pet.version]).to.deep.equal([false, 'Bo', 2]);
+        });
+
         it('remembers nothing of a refused change: its retry is judged again', async () => {
           const pet = await create({ ...rex, status: 'pending' });
           expect((await refusal(repository.update(pet.id, { status: 'pending' }, undefined, claim))).code).to.equal(Status.FAILED_PRECONDITION);
