@@ -285,9 +285,10 @@ export async function listen(
  *
  * Node counts a connection whose request has arrived but has not been read yet as idle, and
  * `server.close()` closes idle connections at once; closing the listener resets connections not
- * yet accepted. Called from a signal handler in a busy turn of the event loop, it reset requests
- * sent before the signal (issue 45). So the listener closes, and each sweep runs, just after the
- * loop's next poll phase, which accepts the connections waiting and reads what they received.
+ * yet accepted: called in a turn of the event loop before its poll phase has read a request that
+ * has arrived (a drain that begins in the timers phase), it would reset that request. So the
+ * listener closes, and each sweep runs, just after the loop's next poll phase, which accepts the
+ * connections waiting and reads what they received.
  */
 export function closeGracefully(server: Server): Promise<void> {
   const sweep = setInterval(() => setImmediate(() => server.closeIdleConnections()), 50);

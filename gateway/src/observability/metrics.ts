@@ -222,7 +222,6 @@ export function createMetrics(): GatewayMetrics {
 
 const CONNECTION_STATES: readonly ConnectionState[] = ['idle', 'connecting', 'ready', 'transient_failure', 'draining'];
 
-
 const OUTCOMES: readonly RateLimitOutcome[] = ['allowed', 'limited', 'banned'];
 
 /**
