@@ -1943,7 +1943,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The pet service (or its store) is unavailable or did not answer in time, or it is over capacity and shed the request. Error codes: service_unavailable. */
+            /** @description The pet service (or its store) is unavailable or did not answer in time, or it is over capacity and shed the request, or the pet kept changing while the pet service tried this request (no condition of yours failed). Retry after `Retry-After`. Error codes: service_unavailable. */
             503: {
                 headers: {
                     /**
@@ -2472,7 +2472,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The pet service (or its store) is unavailable or did not answer in time, or it is over capacity and shed the request. Error codes: service_unavailable. */
+            /** @description The pet service (or its store) is unavailable or did not answer in time, or it is over capacity and shed the request, or the pet kept changing while the pet service tried this request (no condition of yours failed). Retry after `Retry-After`. Error codes: service_unavailable. */
             503: {
                 headers: {
                     /**
