@@ -158,7 +158,7 @@ export interface components {
             /** @description The HTTP status code. */
             status: number;
         };
-        /** @description `*`, or one or more entity tags as the `ETag` header gives them, quotes included, separated by commas (RFC 9110 section 13.1). */
+        /** @description `*`, or one or more entity tags as the `ETag` header gives them, quotes included, separated by commas (RFC 9110 section 13.1); empty list elements are ignored (section 5.6.1.2). */
         EtagCondition: string;
         /** @description 1 to 255 visible ASCII characters, chosen by the client (a UUID is typical). */
         IdempotencyKey: string;
