@@ -2,7 +2,6 @@ import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createSecureContext } from 'node:tls';
-import type { experimental } from '@grpc/grpc-js';
 
 /** PEM files of one side of a TLS connection. */
 export interface CertificateFilePaths {
@@ -73,15 +72,14 @@ export const DEFAULT_RELOAD_INTERVAL_MS = 5000;
  * bad rotation never takes away credentials that worked. (grpc-js's own
  * `FileWatcherCertificateProvider` replaces them with none; docs/decisions.md.)
  *
- * It is a grpc-js `CertificateProvider`, so channel and server credentials can follow it.
+ * Its users read {@link current} for each new connection (the client's transport) and follow
+ * {@link onChange} (the pet service's TLS listener, which sets its secure context).
  */
-export class CertificateFiles implements experimental.CertificateProvider {
+export class CertificateFiles {
   private readonly paths: CertificateFilePaths;
   private readonly onReload: (certificates: Certificates) => void;
   private readonly onReject: (error: CertificateFilesError) => void;
   private readonly now: () => number;
-  private readonly caListeners = new Set<experimental.CaCertificateUpdateListener>();
-  private readonly identityListeners = new Set<experimental.IdentityCertificateUpdateListener>();
   private readonly changeListeners = new Set<(certificates: Certificates) => void>();
   private readonly timer: NodeJS.Timeout;
   private inForce: Certificates;
@@ -140,7 +138,6 @@ export class CertificateFiles implements experimental.CertificateProvider {
       this.inForce = checked;
       this.onReload(checked);
       for (const listener of this.changeListeners) listener(checked);
-      this.publish();
       return true;
     } finally {
       this.reading = false;
@@ -156,37 +153,6 @@ export class CertificateFiles implements experimental.CertificateProvider {
   close(): void {
     clearInterval(this.timer);
     this.changeListeners.clear();
-  }
-
-  addCaCertificateListener(listener: experimental.CaCertificateUpdateListener): void {
-    this.caListeners.add(listener);
-    const { ca } = this.inForce;
-    process.nextTick(listener, ca === undefined ? null : { caCertificate: ca });
-  }
-
-  removeCaCertificateListener(listener: experimental.CaCertificateUpdateListener): void {
-    this.caListeners.delete(listener);
-  }
-
-  addIdentityCertificateListener(listener: experimental.IdentityCertificateUpdateListener): void {
-    this.identityListeners.add(listener);
-    process.nextTick(listener, this.identity());
-  }
-
-  removeIdentityCertificateListener(listener: experimental.IdentityCertificateUpdateListener): void {
-    this.identityListeners.delete(listener);
-  }
-
-  private identity(): experimental.IdentityCertificateUpdate | null {
-    const { cert, key } = this.inForce;
-    return cert === undefined || key === undefined ? null : { certificate: cert, privateKey: key };
-  }
-
-  private publish(): void {
-    const { ca } = this.inForce;
-    for (const listener of this.caListeners) listener(ca === undefined ? null : { caCertificate: ca });
-    const identity = this.identity();
-    for (const listener of this.identityListeners) listener(identity);
   }
 
   private reject(read: string, error: CertificateFilesError): boolean {

@@ -109,8 +109,14 @@ export function versionOfEtag(etag: string): number | undefined {
  * quotes (visible ASCII and obs-text but `"`; obs-text is not accepted here, as no tag of ours has it).
  */
 const ENTITY_TAG = String.raw`(?:W\/)?"[\x21\x23-\x7e]*"`;
-/** An `If-Match` or `If-None-Match` value: `*`, or a comma-separated list of entity tags. */
-export const ETAG_CONDITION_PATTERN = new RegExp(String.raw`^(?:\*|${ENTITY_TAG}(?:[ \t]*,[ \t]*${ENTITY_TAG})*)$`);
+/**
+ * An `If-Match` or `If-None-Match` value: `*`, or a comma-separated list of entity tags, at least
+ * one. Empty list elements (`"1", , "2",`) are accepted and ignored, as RFC 9110 section 5.6.1.2
+ * requires of a recipient: they come from senders and proxies that join field lines, as Node does
+ * with repeated fields. A value with no tag at all stays refused: as a condition it could only
+ * fail, and over gRPC an empty etag means no condition.
+ */
+export const ETAG_CONDITION_PATTERN = new RegExp(String.raw`^(?:\*|(?:,[ \t]*)*${ENTITY_TAG}(?:[ \t]*,(?:[ \t]*${ENTITY_TAG})?)*)$`);
 const EACH_TAG = /(?:W\/)?"[^"]*"/g;
 /** What both services say of a condition that is not `*` or a list of entity tags. */
 export const ETAG_CONDITION_PROBLEM = 'must be * or a comma-separated list of quoted entity tags';

@@ -27,3 +27,4 @@ export { createUnaryTransport, DEFAULT_MAX_RECEIVE_MESSAGE_BYTES, DEFAULT_MIN_RE
 export type { BackoffOptions, ConnectionState, Lookup, TransportState, UnaryCallOptions, UnaryTransport, UnaryTransportOptions } from './transport/unary-transport';
 export { GRPC_CONNECTION_BACKOFF } from './transport/connection-backoff';
 export { InvalidTargetError } from './transport/target';
+export { environmentProxy, NO_PROXY_VARIABLES, PROXY_VARIABLES, ProxySettingError, type ProxySettings } from './transport/http-connect-proxy';

@@ -8,7 +8,13 @@ export interface ErrorBody {
   readonly status: number;
 }
 
-const INT64 = /^[1-9][0-9]{0,18}$/;
+const POSITIVE_INT64_DIGITS = /^[1-9][0-9]{0,18}$/;
+const INT64_MAX = 9223372036854775807n;
+
+/** Whether `text` is a positive int64 in plain decimal (no sign, no leading zero), at most 9223372036854775807. */
+export function isPositiveInt64Text(text: string): boolean {
+  return POSITIVE_INT64_DIGITS.test(text) && BigInt(text) <= INT64_MAX;
+}
 const PET_STATUSES: ReadonlySet<string> = new Set(['available', 'pending', 'sold']);
 
 /**
@@ -32,7 +38,7 @@ export function encodeNewPet(pet: NewPet | PetChange): string {
     }
     literal = categoryId;
   } else if (typeof categoryId === 'string') {
-    if (!INT64.test(categoryId)) throw new RangeError(`categoryId "${categoryId}" is not a positive integer in plain decimal`);
+    if (!isPositiveInt64Text(categoryId)) throw new RangeError(`categoryId "${categoryId}" is not a positive int64 in plain decimal`);
     literal = new LosslessNumber(categoryId);
   } else {
     literal = categoryId;
@@ -60,6 +66,6 @@ export function decodeErrorBody(value: unknown): ErrorBody | undefined {
 }
 
 function decodeInt64<Mode extends Int64Mode>(value: unknown, mode: Mode): bigint | string | undefined {
-  if (!isLosslessNumber(value) || !INT64.test(value.value) || BigInt(value.value) > 9223372036854775807n) return undefined;
+  if (!isLosslessNumber(value) || !isPositiveInt64Text(value.value)) return undefined;
   return mode === 'string' ? value.value : BigInt(value.value);
 }

@@ -1,5 +1,5 @@
 import LinkHeader from 'http-link-header';
-import { decodeErrorBody, decodePet, encodeNewPet, parseLosslessly } from './json-codec';
+import { decodeErrorBody, decodePet, encodeNewPet, isPositiveInt64Text, parseLosslessly } from './json-codec';
 import { PetstoreError } from './petstore-error';
 import { RateLimitGate, type RateLimitSnapshot } from './rate-limit-gate';
 import { DEFAULT_RETRY_OPTIONS, parseRetryAfterMs, retryDelayMs, type RetryOptions } from './retry-policy';
@@ -232,7 +232,7 @@ export function createPetstoreClient<Mode extends Int64Mode = 'bigint'>(options:
 
   function petUrl(id: bigint | string): URL {
     const text = String(id);
-    if (!INT64_TEXT.test(text)) throw new RangeError(`id "${text}" is not a positive integer in plain decimal`);
+    if (!isPositiveInt64Text(text)) throw new RangeError(`id "${text}" is not a positive int64 in plain decimal`);
     return new URL(text, `${petsUrl.href}/`);
   }
 
@@ -269,8 +269,6 @@ export function createPetstoreClient<Mode extends Int64Mode = 'bigint'>(options:
     },
   };
 }
-
-const INT64_TEXT = /^[1-9][0-9]{0,18}$/;
 
 function parseOrUndefined(text: string): unknown {
   try {

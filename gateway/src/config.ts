@@ -10,6 +10,7 @@ import {
   throwOnError,
   withFileVariants,
 } from '@petstore/runtime';
+import { environmentProxy, InvalidTargetError, ProxySettingError, type ProxySettings } from '@petstore/proto';
 import { bool, cleanEnv, EnvError, makeValidator, num, str } from 'envalid';
 
 /** Express's `trust proxy` setting: whether, or from which hops, X-Forwarded-For is believed. */
@@ -36,6 +37,8 @@ export interface GatewayConfig extends ServiceSettings {
   readonly petServiceTimeoutMs: number;
   /** TLS (and the client certificate) of calls to the pet service; undefined: plaintext. */
   readonly petServiceTls: PetServiceTls | undefined;
+  /** The HTTP CONNECT proxy calls to the pet service tunnel through (`grpc_proxy` …); false: none. */
+  readonly petServiceProxy: ProxySettings | false;
   readonly apiKeysFile: string;
   /** YAML routes proxied to HTTP upstreams; undefined: none. */
   readonly routesFile: string | undefined;
@@ -280,6 +283,34 @@ function petServiceTls(parsed: { PET_SERVICE_TLS_CA_FILE: string; PET_SERVICE_TL
   return Object.freeze({ caFile, certFile: certFile === '' ? undefined : certFile, keyFile: keyFile === '' ? undefined : keyFile });
 }
 
+/**
+ * The proxy variables, named as grpc-js reads them (lowercase), so that the gateway reads them here,
+ * once, rather than the pet service client reading the process's environment.
+ */
+const PROXY_ENV = {
+  grpc_proxy: str({ default: '', desc: 'HTTP CONNECT proxy of the calls to the pet service, http://[user:password@]host[:port]; before https_proxy and http_proxy' }),
+  https_proxy: str({ default: '', desc: 'The proxy, when grpc_proxy is empty' }),
+  http_proxy: str({ default: '', desc: 'The proxy, when grpc_proxy and https_proxy are empty' }),
+  no_grpc_proxy: str({ default: '', desc: 'Comma-separated hosts, name suffixes, addresses and IPv4 CIDRs reached without the proxy; before no_proxy' }),
+  no_proxy: str({ default: '', desc: 'The hosts reached without the proxy, when no_grpc_proxy is empty' }),
+};
+
+/**
+ * The proxy of the calls to the pet service, read as grpc-js reads the variables (@petstore/proto's
+ * `environmentProxy`); false where none is set or the pet service's host is excepted.
+ * @throws ConfigError naming the variable whose value cannot be used, where the client would
+ * otherwise ignore it and connect directly
+ */
+function petServiceProxy(target: string, parsed: Record<keyof typeof PROXY_ENV, string>): ProxySettings | false {
+  try {
+    return environmentProxy(target, parsed) ?? false;
+  } catch (error) {
+    if (error instanceof ProxySettingError) throw new ConfigError(error.message);
+    if (error instanceof InvalidTargetError) throw new ConfigError(`PET_SERVICE_ADDR: ${error.message}`);
+    throw error;
+  }
+}
+
 /** The variables the gateway reads, as envalid validators. */
 function environmentSpec(defaultKeysFile: string) {
   return {
@@ -288,6 +319,7 @@ function environmentSpec(defaultKeysFile: string) {
     PET_SERVICE_ADDR: grpcTarget({ default: 'localhost:50051', desc: 'gRPC target of the pet service' }),
     PET_SERVICE_TIMEOUT_MS: num({ default: 2000, desc: 'Deadline of every call to the pet service' }),
     ...PET_SERVICE_TLS_ENV,
+    ...PROXY_ENV,
     API_KEYS_FILE: str({ default: defaultKeysFile, desc: 'YAML or JSON keys file' }),
     ROUTES_FILE: str({ default: '', desc: 'YAML routes proxied to HTTP upstreams (docs/routes.md); empty: none' }),
     REDIS_URL: redisUrl({ default: '', desc: 'Shared rate-limit counters on one Redis; empty keeps them in this process' }),
@@ -447,6 +479,7 @@ export function parseConfig(
     petServiceAddress: parsed.PET_SERVICE_ADDR,
     petServiceTimeoutMs: parsed.PET_SERVICE_TIMEOUT_MS,
     petServiceTls: petServiceTls(parsed),
+    petServiceProxy: petServiceProxy(parsed.PET_SERVICE_ADDR, parsed),
     apiKeysFile: parsed.API_KEYS_FILE,
     routesFile: parsed.ROUTES_FILE === '' ? undefined : parsed.ROUTES_FILE,
     redis,

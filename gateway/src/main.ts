@@ -142,7 +142,14 @@ async function serve({ config, apiKeys: initialKeys, routes }: Settings, logger:
   // Every process that serves requests follows the keys file itself; a worker gets SIGHUP from the primary.
   const apiKeys = createKeysFileReloader({ path: config.apiKeysFile, initial: initialKeys, logger, metrics });
   process.on('SIGHUP', () => apiKeys.reload('SIGHUP', true));
-  const petClient = createPetClient({ target: config.petServiceAddress, timeoutMs: config.petServiceTimeoutMs, metrics, tls: config.petServiceTls, logger });
+  const petClient = createPetClient({
+    target: config.petServiceAddress,
+    timeoutMs: config.petServiceTimeoutMs,
+    metrics,
+    tls: config.petServiceTls,
+    proxy: config.petServiceProxy,
+    logger,
+  });
   metrics.checkPetServiceWith(petServiceHealthCheck(petClient.transport, Math.min(config.petServiceTimeoutMs, SCRAPE_HEALTH_CHECK_MS)));
   const { limiter, redisCheck, heartbeat } = await createLimiter(config, logger, true, metrics);
   const tracing = createTracing(config.tracing, { onExportFailure: logExportFailures(logger) });
@@ -278,7 +285,7 @@ async function supervise({ config, apiKeys: initialKeys, routes }: Settings, log
     }
     return keysOf(keys);
   };
-  const petClient = createPetClient({ target: config.petServiceAddress, timeoutMs: config.petServiceTimeoutMs, tls: config.petServiceTls, logger });
+  const petClient = createPetClient({ target: config.petServiceAddress, timeoutMs: config.petServiceTimeoutMs, tls: config.petServiceTls, proxy: config.petServiceProxy, logger });
   // Awaited together, so a worker that dies while Redis is awaited is a start-up failure, not an
   // unhandled rejection.
   const [port, { limiter, redisCheck }] = await Promise.all([pool.listening, createLimiter(config, logger, false)]);

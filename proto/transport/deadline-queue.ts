@@ -10,7 +10,29 @@ export interface Timed {
 }
 
 /** The longest delay a Node timer takes (2^31 − 1 ms); a longer one fires at once. */
-const MAX_TIMER_MS = 2_147_483_647;
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/** A timer of a {@link DeadlineClock}: while ref'd, it keeps the process alive, as Node's do. */
+export interface DeadlineTimer {
+  ref(): unknown;
+  unref(): unknown;
+}
+
+/** The time and the timer a {@link DeadlineQueue} runs on: Node's ({@link SYSTEM_CLOCK}), or a test's that it moves by hand. */
+export interface DeadlineClock {
+  /** Milliseconds since the epoch, as the deadlines are. */
+  now(): number;
+  /** Calls `fire` once `delayMs` (at most {@link MAX_TIMER_MS}) have passed. */
+  setTimer(fire: () => void, delayMs: number): DeadlineTimer;
+  clearTimer(timer: DeadlineTimer): void;
+}
+
+/** `Date.now` and Node's timers. */
+export const SYSTEM_CLOCK: DeadlineClock = {
+  now: Date.now,
+  setTimer: (fire, delayMs) => setTimeout(fire, delayMs),
+  clearTimer: (timer) => clearTimeout(timer as NodeJS.Timeout),
+};
 
 /**
  * The deadlines of a transport's calls under one timer, in place of a timer per call: the calls in
@@ -22,10 +44,12 @@ const MAX_TIMER_MS = 2_147_483_647;
 export class DeadlineQueue {
   private head: Timed | undefined;
   private tail: Timed | undefined;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: DeadlineTimer | undefined;
   /** The deadline {@link timer} fires at. */
   private armedFor = Number.POSITIVE_INFINITY;
   private closed = false;
+
+  constructor(private readonly clock: DeadlineClock = SYSTEM_CLOCK) {}
 
   add(item: Timed): void {
     // While calls are pending the timer keeps the process alive, as a timer per call would.
@@ -69,13 +93,13 @@ export class DeadlineQueue {
   }
 
   private arm(at: number): void {
-    clearTimeout(this.timer);
+    if (this.timer !== undefined) this.clock.clearTimer(this.timer);
     this.armedFor = at;
-    this.timer = setTimeout(() => this.fire(), Math.min(MAX_TIMER_MS, Math.max(0, at - Date.now())));
+    this.timer = this.clock.setTimer(() => this.fire(), Math.min(MAX_TIMER_MS, Math.max(0, at - this.clock.now())));
   }
 
   private disarm(): void {
-    clearTimeout(this.timer);
+    if (this.timer !== undefined) this.clock.clearTimer(this.timer);
     this.timer = undefined;
     this.armedFor = Number.POSITIVE_INFINITY;
   }
@@ -83,7 +107,7 @@ export class DeadlineQueue {
   private fire(): void {
     this.timer = undefined;
     this.armedFor = Number.POSITIVE_INFINITY;
-    const now = Date.now();
+    const now = this.clock.now();
     while (this.head !== undefined && this.head.deadline <= now) {
       const expired = this.head;
       this.remove(expired);

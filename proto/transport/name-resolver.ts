@@ -34,7 +34,7 @@ export interface ResolutionOptions {
   readonly refreshIntervalMs: number;
 }
 
-/** What the resolver tells its owner. */
+/** What the resolver tells its owner. A throw from either is taken as a failure (below), never left to escape. */
 export interface ResolverListener {
   /** The name's addresses now (possibly none). */
   resolved(addresses: SocketAddress[]): void;
@@ -115,32 +115,51 @@ export class NameResolver {
     } catch (error) {
       answer = Promise.reject(error);
     }
+    // These callbacks run outside any caller's try: a throw in them, the listener's included, would
+    // be an unhandled rejection, which ends the services (their crash handlers exit).
     answer.then(
       (records) => {
         this.inFlight = false;
         if (this.closed) return;
         const addresses: SocketAddress[] = [];
         const seen = new Set<string>();
-        for (const { address } of Array.isArray(records) ? records : []) {
+        for (const record of Array.isArray(records) ? (records as unknown[]) : []) {
+          const address = typeof record === 'object' && record !== null ? (record as { address?: unknown }).address : undefined;
           if (typeof address !== 'string' || seen.has(address)) continue;
           seen.add(address);
           addresses.push({ host: address, port: this.port });
         }
-        // No address is as good as a failure: asked again with backoff, not at the next refresh.
-        if (addresses.length === 0) {
-          this.schedule(this.backoff.failed());
-        } else {
+        let taken = true;
+        try {
+          this.listener.resolved(addresses);
+        } catch (error) {
+          taken = false;
+          this.tellFailed(`name resolution for ${joinHostPort(this.host, this.port)} answered addresses that could not be used: ${describe(error)}`);
+        }
+        // No address is as good as a failure, and so are addresses the owner could not take: asked
+        // again with backoff, not at the next refresh.
+        if (addresses.length > 0 && taken) {
           this.backoff.reset();
           this.schedule(this.options.refreshIntervalMs);
+        } else {
+          this.schedule(this.backoff.failed());
         }
-        this.listener.resolved(addresses);
       },
       (error: unknown) => {
         this.inFlight = false;
         if (this.closed) return;
         this.schedule(this.backoff.failed());
-        this.listener.failed(`name resolution failed for ${joinHostPort(this.host, this.port)}: ${describe(error)}`);
+        this.tellFailed(`name resolution failed for ${joinHostPort(this.host, this.port)}: ${describe(error)}`);
       },
     );
+  }
+
+  /** Tells the listener of a failure; one that throws even then is left a process warning, the library's log. */
+  private tellFailed(reason: string): void {
+    try {
+      this.listener.failed(reason);
+    } catch (error) {
+      process.emitWarning(`${reason}; the resolver's listener threw on it: ${describe(error)}`, { code: 'PETSTORE_NAME_RESOLVER' });
+    }
   }
 }

@@ -55,7 +55,7 @@ function dnsTarget(target: string, path: string, dnsServer: string | undefined):
 }
 
 /** Dot-separated labels of letters, digits, `-` and `_` (not at a label's ends), a final dot allowed. */
-const HOST_NAME = /^[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?)*\.?$/;
+export const HOST_NAME = /^[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?)*\.?$/;
 
 function addressList(target: string, path: string, family: 4 | 6): Target {
   const addresses: SocketAddress[] = [];

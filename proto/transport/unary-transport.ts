@@ -58,12 +58,14 @@ export interface UnaryTransportOptions {
   /** The name is resolved again this long after each resolution. Default {@link DEFAULT_RESOLUTION_REFRESH_MS}. */
   readonly resolutionRefreshMs?: number;
   /**
-   * An HTTP CONNECT proxy (`host:port`, or `http://[user:password@]host:port`) every connection
-   * tunnels through, asking it for the target's host and port; `false` for none. Default: the
+   * An HTTP CONNECT proxy (`host:port`, `http://[user:password@]host:port`, or its settings)
+   * every connection tunnels through, asking it for the target's host and port; `false` for none.
+   * A text that is none throws a `ProxySettingError` naming `proxy`. Default: the
    * environment's, as grpc-js reads it (`grpc_proxy`, `https_proxy`, `http_proxy`; `no_grpc_proxy`,
-   * `no_proxy`).
+   * `no_proxy`), a value that cannot be used ignored as grpc-js ignores it; a service that would
+   * rather refuse one reads it with `environmentProxy` at start-up and passes the result here.
    */
-  readonly proxy?: string | false;
+  readonly proxy?: string | ProxySettings | false;
   /** The `user-agent` of every call. */
   readonly userAgent?: string;
 }
@@ -139,7 +141,7 @@ export function createUnaryTransport(target: string, options: UnaryTransportOpti
     refreshIntervalMs: nonNegative('resolutionRefreshMs', options.resolutionRefreshMs ?? DEFAULT_RESOLUTION_REFRESH_MS),
   };
   const lookup = options.lookup ?? (parsed.kind === 'dns' && parsed.dnsServer !== undefined ? lookupAt(parsed.dnsServer) : systemLookup);
-  const proxy = proxyOf(parsed, options.proxy);
+  const proxy = proxyOf(target, options.proxy);
   const certificates = tlsFiles(options.tls, options.serverNameOverride);
   const settings: ConnectionSettings = {
     tls: certificates === undefined ? undefined : { certificates, ...identityOf(parsed, options.serverNameOverride) },
@@ -228,12 +230,12 @@ function identityOf(target: Target, serverNameOverride: string | undefined): { i
   return { identity: host, servername: isIP(host) === 0 ? host : undefined };
 }
 
-/** The proxy connections go through, if any: the option, else the environment's. */
-function proxyOf(target: Target, option: string | false | undefined): ProxySettings | undefined {
+/** The proxy connections go through, if any: the option, else the environment's (a value that cannot be used ignored). */
+function proxyOf(target: string, option: string | ProxySettings | false | undefined): ProxySettings | undefined {
   if (option === false) return undefined;
+  if (typeof option === 'object') return option;
   if (option !== undefined) return parseProxyOption(option);
-  if (target.kind === 'static' && target.addresses.some((address) => 'path' in address)) return undefined;
-  return proxyFromEnvironment(splitHostPort(target.authority)?.host ?? '');
+  return proxyFromEnvironment(target);
 }
 
 /** The proxy's own address as a target: a name is resolved like the target's would be. */

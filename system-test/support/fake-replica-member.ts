@@ -186,3 +186,17 @@ function sections(payload: Buffer): Document {
   }
   return { ...command, ...sequences };
 }
+
+/**
+ * A script under which every find in `pets` finds `pet` and every change or delete of it matches
+ * nothing: a store whose conditional writes always lose, as when other changes of the pet keep
+ * coming between its write and its read.
+ */
+export function everyWriteLoses(pet: Document): (command: Document) => FakeReply | undefined {
+  return (command) => {
+    if (command.find === 'pets') return { cursor: { id: 0n, ns: `${String(command.$db)}.pets`, firstBatch: [pet] }, ok: 1 };
+    if (command.findAndModify === 'pets') return { lastErrorObject: { n: 0, updatedExisting: false }, value: null, ok: 1 };
+    if (command.delete === 'pets') return { n: 0, ok: 1 };
+    return undefined;
+  };
+}

@@ -158,7 +158,7 @@ export interface components {
             /** @description The HTTP status code. */
             status: number;
         };
-        /** @description `*`, or one or more entity tags as the `ETag` header gives them, quotes included, separated by commas (RFC 9110 section 13.1). */
+        /** @description `*`, or one or more entity tags as the `ETag` header gives them, quotes included, separated by commas (RFC 9110 section 13.1); empty list elements are ignored (section 5.6.1.2). */
         EtagCondition: string;
         /** @description 1 to 255 visible ASCII characters, chosen by the client (a UUID is typical). */
         IdempotencyKey: string;
@@ -1943,7 +1943,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The pet service (or its store) is unavailable or did not answer in time, or it is over capacity and shed the request. Error codes: service_unavailable. */
+            /** @description The pet service (or its store) is unavailable or did not answer in time, or it is over capacity and shed the request, or the pet kept changing while the pet service tried this request (no condition of yours failed). Retry after `Retry-After`. Error codes: service_unavailable. */
             503: {
                 headers: {
                     /**
@@ -2472,7 +2472,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The pet service (or its store) is unavailable or did not answer in time, or it is over capacity and shed the request. Error codes: service_unavailable. */
+            /** @description The pet service (or its store) is unavailable or did not answer in time, or it is over capacity and shed the request, or the pet kept changing while the pet service tried this request (no condition of yours failed). Retry after `Retry-After`. Error codes: service_unavailable. */
             503: {
                 headers: {
                     /**

@@ -38,6 +38,7 @@ describe('json codec', () => {
   it('refuses a categoryId that may already be rounded, or is not plain decimal', () => {
     expect(() => encodeNewPet({ name: 'Rex', categoryId: 2 ** 60 })).to.throw(RangeError, /bigint or a string/);
     expect(() => encodeNewPet({ name: 'Rex', categoryId: '1e3' })).to.throw(RangeError, /plain decimal/);
+    expect(() => encodeNewPet({ name: 'Rex', categoryId: '9223372036854775808' })).to.throw(RangeError, 'categoryId "9223372036854775808" is not a positive int64 in plain decimal');
   });
 
   it('decodes the Error body', () => {

@@ -97,11 +97,21 @@ describe('petstore client', () => {
       expect(sent).to.have.length(2);
     });
 
-    it('refuses an id that is not a positive integer before sending', async () => {
+    it('refuses an id that is not a positive int64 before sending: above 9223372036854775807 too, however many digits', async () => {
       const { client, sent } = clientFor([]);
       expect(await rejection(client.updatePet('07', { name: 'x' }))).to.be.instanceOf(RangeError);
       expect(await rejection(client.deletePet('-1'))).to.be.instanceOf(RangeError);
+      for (const id of ['9223372036854775808', '9999999999999999999', 9223372036854775808n]) {
+        expect(await rejection(client.updatePet(id, { name: 'x' })), String(id)).to.be.instanceOf(RangeError);
+        expect(await rejection(client.deletePet(id)), String(id)).to.be.instanceOf(RangeError).with.property('message', `id "${id}" is not a positive int64 in plain decimal`);
+      }
       expect(sent).to.have.length(0);
+    });
+
+    it('sends the largest int64 id', async () => {
+      const { client, sent } = clientFor([errorAnswer(404, 'not_found')]);
+      expect(await rejection(client.deletePet(9223372036854775807n))).to.include({ code: 'not_found' });
+      expect(sent.map((request) => request.url)).to.deep.equal(['http://gateway.test/v1/pets/9223372036854775807']);
     });
   });
 

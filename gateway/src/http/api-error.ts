@@ -27,7 +27,7 @@ export const ERROR_CODE_TABLE = {
   gone: { statuses: [410], when: 'the deprecated route after its sunset' },
   precondition_failed: {
     statuses: [412],
-    when: "`If-Match` names no current ETag of the pet: it changed since the client read it (the pet service's ABORTED); the response's `ETag` is the current one",
+    when: "`If-Match` names no current ETag of the pet: it changed since the client read it (the pet service's ABORTED with the current etag); the response's `ETag` is the current one",
   },
   payload_too_large: { statuses: [413], when: "body over 64 KiB, or over a proxied route's `bodyLimitBytes`" },
   unsupported_media_type: {
@@ -39,7 +39,7 @@ export const ERROR_CODE_TABLE = {
   internal: { statuses: [500], when: 'a bug; details are logged, never sent' },
   service_unavailable: {
     statuses: [503],
-    when: 'pet service (or its store) unreachable or too slow; or the pet service is over capacity and shed the request (its RESOURCE_EXHAUSTED); always with `Retry-After: 1`',
+    when: 'pet service (or its store) unreachable or too slow; or the pet service is over capacity and shed the request (its RESOURCE_EXHAUSTED); or a change or delete found the pet changing under it on every attempt, with no `If-Match` that failed (its ABORTED without a current etag); always with `Retry-After: 1`',
   },
   bad_gateway: {
     statuses: [502],

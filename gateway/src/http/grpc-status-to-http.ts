@@ -18,7 +18,14 @@ interface Translation {
  */
 export const PET_SERVICE_OVER_CAPACITY = new ApiError(503, 'service_unavailable', 'pet service is over capacity; retry later');
 
-/** gRPC status to HTTP, as grpc-gateway maps them but for RESOURCE_EXHAUSTED. Unlisted codes are 500 `internal`. */
+/**
+ * The answer to an ABORTED that carries no current etag: the pet service tried the change (or
+ * delete) against the pet as it found it, and other changes beat its conditional write on every
+ * attempt. See {@link grpcStatusToHttp}'s ABORTED.
+ */
+export const PET_KEPT_CHANGING = new ApiError(503, 'service_unavailable', 'the pet kept changing while this change was tried; retry later');
+
+/** gRPC status to HTTP, as grpc-gateway maps them but for RESOURCE_EXHAUSTED and ABORTED. Unlisted codes are 500 `internal`. */
 const TABLE = new Map<Status, Translation>([
   [Status.INVALID_ARGUMENT, { status: 400, code: 'invalid_request', passMessage: true, fallback: 'invalid request' }],
   [Status.NOT_FOUND, { status: 404, code: 'not_found', passMessage: true, fallback: 'not found' }],
@@ -59,7 +66,7 @@ const HTTP_FIELD_NAMES: ReadonlyMap<string, string> = new Map([
  */
 export function grpcStatusToHttp(code: Status, details: string, metadata?: Metadata): ApiError {
   if (code === Status.RESOURCE_EXHAUSTED) return PET_SERVICE_OVER_CAPACITY;
-  if (code === Status.ABORTED) return preconditionFailed(metadata);
+  if (code === Status.ABORTED) return aborted(metadata);
   const translation = TABLE.get(code) ?? INTERNAL;
   return new ApiError(translation.status, translation.code, clientMessage(translation, details, metadata));
 }
@@ -72,14 +79,17 @@ function clientMessage(translation: Translation, details: string, metadata: Meta
 }
 
 /**
- * The answer to ABORTED, the pet service's etag mismatch (AIP-154): 412 (RFC 9110 section
- * 13.1.1), with the pet's current ETag from the error's google.rpc.ErrorInfo so that a client can
- * tell what it holds is stale without another read. Without one (another ABORTED, which the pet
- * service does not send) the 412 carries no ETag.
+ * The answer to ABORTED. With the pet's current etag (a google.rpc.ErrorInfo), it is the pet
+ * service's etag mismatch (AIP-154): 412 (RFC 9110 section 13.1.1) with that ETag, so that a
+ * client can tell what it holds is stale without another read. Without one, no condition of the
+ * request failed (there was none, or it held on every attempt): the pet kept changing under the
+ * store's conditional write. A 412 would claim a condition evaluated false (section 15.5.13), and
+ * its documented ETag would be missing; gRPC's ABORTED asks for a retry at a higher level, which
+ * over HTTP is 503 with `Retry-After` (the client library retries it, with the same
+ * Idempotency-Key).
  */
-function preconditionFailed(metadata: Metadata | undefined): ApiError {
+function aborted(metadata: Metadata | undefined): ApiError {
   const etag = currentEtagOf(metadata);
-  return etag === undefined
-    ? new ApiError(412, 'precondition_failed', 'If-Match: the pet has changed since; read it again')
-    : new ApiError(412, 'precondition_failed', `If-Match: does not match the pet's current ETag, ${etag}`, { ETag: etag });
+  if (etag === undefined) return PET_KEPT_CHANGING;
+  return new ApiError(412, 'precondition_failed', `If-Match: does not match the pet's current ETag, ${etag}`, { ETag: etag });
 }

@@ -1,4 +1,4 @@
-import { createPetServiceClient, InvalidTargetError, type PetServiceMethod, type PromisePetServiceClient } from '@petstore/proto';
+import { createPetServiceClient, InvalidTargetError, type PetServiceMethod, type PromisePetServiceClient, type ProxySettings } from '@petstore/proto';
 import { ConfigError } from '@petstore/runtime';
 import { status as Status } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
@@ -19,6 +19,11 @@ export interface PetClientOptions {
   readonly metrics?: GatewayMetrics;
   /** TLS from PEM files, followed as they change (reloads and rejections are logged); unset: plaintext. */
   readonly tls?: PetServiceTls | undefined;
+  /**
+   * The HTTP CONNECT proxy calls tunnel through, as config.ts read it (`false`: none). Unset: the
+   * client reads the process's environment itself, for tests and tools outside `main.ts`.
+   */
+  readonly proxy?: ProxySettings | false;
   readonly logger?: Logger;
 }
 
@@ -40,6 +45,7 @@ export function createPetClient(options: PetClientOptions): PetClient {
       deadlineMs: options.timeoutMs,
       ...(metrics === undefined ? {} : { onCallEnd: callMetrics(metrics) }),
       ...(tls === undefined ? {} : { tls: petServiceTlsOption(tls, options.logger) }),
+      ...(options.proxy === undefined ? {} : { transportOptions: { proxy: options.proxy } }),
     });
   } catch (error) {
     // A certificate file that cannot be used, or a target config.ts let through that the transport

@@ -101,6 +101,39 @@ describe('gateway config', () => {
     expect(() => parseConfig({ PET_SERVICE_TLS_CERT_FILE: '/t/c.crt', PET_SERVICE_TLS_KEY_FILE: '/t/c.key' }, 'k')).to.throw(/^invalid configuration: PET_SERVICE_TLS_CERT_FILE: applies only with PET_SERVICE_TLS_CA_FILE/);
   });
 
+  it('reads the proxy of the pet service calls from the variables grpc-js reads, for the pet service\'s host; none by default', () => {
+    expect(parseConfig({}, 'k').petServiceProxy).to.equal(false);
+    expect(parseConfig({ http_proxy: 'http://proxy:3128' }, 'k').petServiceProxy).to.deep.equal({ address: 'proxy:3128' });
+    expect(parseConfig({ grpc_proxy: 'http://u:p%40ss@g', https_proxy: 'socks5://ignored' }, 'k').petServiceProxy).to.deep.equal({ address: 'g:80', credentials: 'u:p@ss' });
+    const env = { PET_SERVICE_ADDR: 'dns:///pets.petstore.svc.cluster.local:50051', http_proxy: 'http://proxy:3128' };
+    expect(parseConfig({ ...env, no_proxy: '.svc.cluster.local' }, 'k').petServiceProxy).to.equal(false);
+    expect(parseConfig({ ...env, no_proxy: '.svc.cluster.local', no_grpc_proxy: 'other.test' }, 'k').petServiceProxy, 'no_grpc_proxy first').to.deep.equal({ address: 'proxy:3128' });
+    expect(parseConfig({ PET_SERVICE_ADDR: 'unix:/run/pets.sock', http_proxy: 'http://proxy:3128' }, 'k').petServiceProxy, 'a Unix socket').to.equal(false);
+    expect(ENVIRONMENT_VARIABLES).to.include.members(['grpc_proxy', 'https_proxy', 'http_proxy', 'no_grpc_proxy', 'no_proxy']);
+  });
+
+  it('refuses a proxy variable the client could not use, naming it, where the client would ignore it and connect directly', () => {
+    const refusals: Array<[NodeJS.ProcessEnv, string]> = [
+      [{ grpc_proxy: 'http://user:p%ZZ@proxy:80' }, 'grpc_proxy: the user or password is not valid percent-encoding (write a % as %25)'],
+      [{ http_proxy: 'http://-bad:80' }, 'http_proxy: -bad is neither a host name nor an IP address'],
+      [{ https_proxy: 'https://proxy:443' }, 'https_proxy: only an http: CONNECT proxy is supported, not https:'],
+      [{ http_proxy: 'proxy:3128' }, 'http_proxy: not a URL; expected http://[user:password@]host[:port]'],
+      [{ http_proxy: 'http://' }, 'http_proxy: not a URL; expected http://[user:password@]host[:port]'],
+      [{ http_proxy: 'http://proxy:0' }, 'http_proxy: port 0 is no port to connect to'],
+      [{ http_proxy: 'http://proxy:3128', no_proxy: 'localhost, .svc' }, 'no_proxy: " .svc" would match no host: entries are host names or name suffixes, IP addresses and IPv4 CIDRs, without spaces'],
+      [{ http_proxy: 'http://proxy:3128', no_grpc_proxy: '10.0.0.0/33' }, 'no_grpc_proxy: "10.0.0.0/33" would match no host: entries are host names or name suffixes, IP addresses and IPv4 CIDRs, without spaces'],
+      [{ grpc_proxy: 'http://proxy:3128', no_proxy: '*' }, 'no_proxy: "*" would match no host: entries are host names or name suffixes, IP addresses and IPv4 CIDRs, without spaces'],
+    ];
+    for (const [env, message] of refusals) {
+      expect(() => parseConfig(env, 'k'), JSON.stringify(env)).to.throw(`invalid configuration: ${message}`);
+    }
+    // Not the pet service's proxy: a variable grpc-js would not read, a proxy its host is excepted
+    // from, or a no-proxy list without a proxy.
+    expect(parseConfig({ grpc_proxy: 'http://proxy:3128', https_proxy: 'https://proxy:443' }, 'k').petServiceProxy).to.deep.equal({ address: 'proxy:3128' });
+    expect(parseConfig({ https_proxy: 'https://proxy:443', no_grpc_proxy: 'localhost' }, 'k').petServiceProxy).to.equal(false);
+    expect(parseConfig({ no_proxy: 'localhost, .svc' }, 'k').petServiceProxy).to.equal(false);
+  });
+
   it('lists every variable it reads, the secrets’ _FILE twins included', () => {
     expect(ENVIRONMENT_VARIABLES).to.include.members(['PORT', 'ADMIN_PORT', 'PET_SERVICE_ADDR', 'LOG_LEVEL', 'SHUTDOWN_DELAY_MS', 'NODE_ENV']);
     expect(ENVIRONMENT_VARIABLES).to.include.members(['REDIS_URL_FILE', 'REDIS_PASSWORD_FILE', 'REDIS_SENTINEL_PASSWORD_FILE', 'ADMIN_TOKEN_FILE', 'PET_SERVICE_TLS_CA_FILE']);

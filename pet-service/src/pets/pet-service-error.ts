@@ -107,6 +107,16 @@ export class PetServiceError extends Error {
     return new PetServiceError(Status.ABORTED, `etag: the pet has changed; its etag is now ${currentEtag}`, [], undefined, { currentEtag });
   }
 
+  /**
+   * ABORTED without a current etag: a change or delete whose condition, if it had one, held, but
+   * whose conditional write other changes beat on every attempt. No condition of the caller's
+   * failed, so it carries no ErrorInfo (the gateway answers 503, not 412); gRPC's ABORTED says to
+   * retry at a higher level, and a retry with the same idempotency key is safe.
+   */
+  static keptChanging(): PetServiceError {
+    return new PetServiceError(Status.ABORTED, 'pet kept changing; try again');
+  }
+
   /** Normalises anything thrown into the error a gRPC callback takes, details in its trailers. */
   static toServiceError(error: unknown): Partial<ServiceError> {
     const known = error instanceof PetServiceError ? error : new PetServiceError(Status.INTERNAL, 'internal error');

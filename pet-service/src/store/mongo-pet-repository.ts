@@ -262,7 +262,7 @@ export class MongoPetRepository implements PetRepository {
           const { deletedCount } = await this.pets.deleteOne({ _id: id, ...versionFilter(versions) });
           if (deletedCount === 1) return;
           // Gone or changed since the read: the next read says which.
-          if (attempt >= MAX_CHANGE_ATTEMPTS) throw new PetServiceError(Status.ABORTED, 'pet kept changing; try again');
+          if (attempt >= MAX_CHANGE_ATTEMPTS) throw PetServiceError.keptChanging();
         }
       }),
     );
@@ -497,7 +497,7 @@ export class MongoPetRepository implements PetRepository {
       }
       const pet = fromDocument(document);
       if (applyChange(pet, change, versions) === undefined) return { pet, changed: false, replayed: false };
-      if (attempt >= MAX_CHANGE_ATTEMPTS) throw new PetServiceError(Status.ABORTED, 'pet kept changing; try again');
+      if (attempt >= MAX_CHANGE_ATTEMPTS) throw PetServiceError.keptChanging();
     }
   }
 

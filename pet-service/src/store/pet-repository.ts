@@ -53,13 +53,14 @@ export interface PetRepository {
    * idempotency claim, a retry answers the first change's pet (even if the pet has changed or
    * gone since) and changes nothing; the key with another change is ALREADY_EXISTS.
    * @throws PetServiceError NOT_FOUND, ABORTED (a version not in `versions`, with the current
-   *   etag), FAILED_PRECONDITION (a transition the table refuses), ALREADY_EXISTS
+   *   etag; or, without one, `PetServiceError.keptChanging` where a store's write can lose
+   *   to concurrent changes), FAILED_PRECONDITION (a transition the table refuses), ALREADY_EXISTS
    */
   update(id: bigint, change: PetChange, versions: VersionCondition, idempotency?: IdempotencyClaim): Promise<UpdateResult>;
   /**
    * Deletes the pet `id` (only at one of `versions`, when given); it is then never found again,
    * nor made again by the replay of the create that made it.
-   * @throws PetServiceError NOT_FOUND, ABORTED
+   * @throws PetServiceError NOT_FOUND, ABORTED (as {@link update})
    */
   delete(id: bigint, versions: VersionCondition): Promise<void>;
   /** Resolves when the backing store answers; health checks call it. */

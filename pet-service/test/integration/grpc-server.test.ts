@@ -3,7 +3,9 @@ import { Writable } from 'node:stream';
 import { type ClientReadableStream, connectivityState, credentials, Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
 import {
   CALLER_ID_METADATA,
+  createPetServiceClient,
   type CreatePetRequest,
+  currentEtagOf,
   type CreatePetResponse,
   type DeletePetRequest,
   type DeletePetResponse,
@@ -17,6 +19,7 @@ import {
   PET_SERVICE_NAME,
   PetServiceClient,
   PetStatus,
+  refusedTransitionOf,
   STATUS_DETAILS_METADATA,
   type UpdatePetRequest,
   type UpdatePetResponse,
@@ -197,6 +200,22 @@ describe('pet service over gRPC (real server on port 0)', () => {
     await createWith(key(), 'Rex');
     const error = await expectStatus(createWith(key(), 'Max'), Status.ALREADY_EXISTS, /^idempotency-key: /);
     expect(fieldViolationOf(error.metadata)).to.deep.equal({ field: 'idempotency-key', description: 'already used with a different request' });
+  });
+
+  it('details a refused change so that createPetServiceClient\'s caller decodes it: refusedTransitionOf, currentEtagOf', async () => {
+    const pets = createPetServiceClient(`127.0.0.1:${server.port}`, { transportOptions: { proxy: false } });
+    try {
+      const { pet } = await create('Rex');
+      const change = (status: PetStatus, etag: string) =>
+        pets.updatePet({ pet: { id: pet!.id, name: '', categoryId: '0', status, etag: '' }, updateMask: ['status'], etag });
+      await change(PetStatus.PET_STATUS_SOLD, '"0"');
+      const refused = await expectStatus(change(PetStatus.PET_STATUS_AVAILABLE, ''), Status.FAILED_PRECONDITION, /^status: cannot change from sold to available/);
+      expect(refusedTransitionOf(refused.metadata)).to.deep.equal({ from: 'sold', to: 'available' });
+      const stale = await expectStatus(change(PetStatus.PET_STATUS_AVAILABLE, '"0"'), Status.ABORTED, /^etag: /);
+      expect(currentEtagOf(stale.metadata)).to.equal('"1"');
+    } finally {
+      pets.close();
+    }
   });
 
   it('sends no status details with an error that names no field', async () => {

@@ -41,6 +41,15 @@ const PRECONDITION_FAILED = {
   ...error('`If-Match` names no current ETag of the pet: it changed since you read it. `ETag` is the current one.', ['precondition_failed']),
   headers: { ETag: { ...ETAG.ETag, description: "The pet's current entity tag." } },
 };
+/** A change's or delete's 503: the shared causes, and the pet changing under it on every attempt. */
+const CHANGE_UNAVAILABLE = {
+  ...commonErrors['503'],
+  ...error(
+    'The pet service (or its store) is unavailable or did not answer in time, or it is over capacity and shed the request, ' +
+      'or the pet kept changing while the pet service tried this request (no condition of yours failed). Retry after `Retry-After`.',
+    ['service_unavailable'],
+  ),
+};
 const PET_ID_400 = 'petId: must be a positive int64';
 const queryParameter = (name: keyof typeof LIST_QUERY.properties, description: string) => ({
   name,
@@ -229,6 +238,7 @@ export const openApiDocument = {
             headers: { 'Accept-Patch': { schema: { type: 'string' }, description: 'The patch media types accepted (RFC 5789).', example: 'application/merge-patch+json, application/json' } },
           },
           ...commonErrors,
+          '503': CHANGE_UNAVAILABLE,
         },
       },
       delete: {
@@ -244,6 +254,7 @@ export const openApiDocument = {
           '404': error('No pet with this id.', ['not_found']),
           '412': PRECONDITION_FAILED,
           ...commonErrors,
+          '503': CHANGE_UNAVAILABLE,
         },
       },
     },

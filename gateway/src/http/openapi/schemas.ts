@@ -125,7 +125,8 @@ export const schemas = {
     type: 'string',
     maxLength: MAX_ETAG_CONDITION_LENGTH,
     pattern: ETAG_CONDITION_PATTERN.source,
-    description: '`*`, or one or more entity tags as the `ETag` header gives them, quotes included, separated by commas (RFC 9110 section 13.1).',
+    description:
+      '`*`, or one or more entity tags as the `ETag` header gives them, quotes included, separated by commas (RFC 9110 section 13.1); empty list elements are ignored (section 5.6.1.2).',
   },
   IdempotencyKey: {
     type: 'string',

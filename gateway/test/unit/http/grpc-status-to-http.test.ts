@@ -1,7 +1,7 @@
 import { Metadata, status as Status } from '@grpc/grpc-js';
 import { etagMismatchMetadata, fieldViolationMetadata, STATUS_DETAILS_METADATA } from '@petstore/proto';
 import { expect } from 'chai';
-import { grpcStatusToHttp, PET_SERVICE_OVER_CAPACITY } from '../../../src/http/grpc-status-to-http';
+import { grpcStatusToHttp, PET_KEPT_CHANGING, PET_SERVICE_OVER_CAPACITY } from '../../../src/http/grpc-status-to-http';
 
 describe('grpcStatusToHttp', () => {
   const table: Array<[Status, number, string]> = [
@@ -16,7 +16,7 @@ describe('grpcStatusToHttp', () => {
     [Status.INTERNAL, 500, 'internal'],
     [Status.UNKNOWN, 500, 'internal'],
     [Status.FAILED_PRECONDITION, 409, 'invalid_transition'],
-    [Status.ABORTED, 412, 'precondition_failed'],
+    [Status.ABORTED, 503, 'service_unavailable'],
     [Status.DATA_LOSS, 500, 'internal'],
   ];
   for (const [code, status, errorCode] of table) {
@@ -25,18 +25,24 @@ describe('grpcStatusToHttp', () => {
     });
   }
 
-  it('promises a retry after one second on every 503: a shed call (over capacity), and a pet service or store unavailable; on no other status', () => {
+  it('promises a retry after one second on every 503: a shed call (over capacity), a pet service or store unavailable, a pet that kept changing; on no other status', () => {
     expect(grpcStatusToHttp(Status.RESOURCE_EXHAUSTED, 'busy')).to.equal(PET_SERVICE_OVER_CAPACITY);
     expect(PET_SERVICE_OVER_CAPACITY.headers).to.deep.equal({ 'Retry-After': '1' });
     expect(grpcStatusToHttp(Status.UNAVAILABLE, 'pet store did not answer in time').headers).to.deep.equal({ 'Retry-After': '1' });
+    expect(grpcStatusToHttp(Status.ABORTED, 'pet kept changing; try again').headers).to.deep.equal({ 'Retry-After': '1' });
     for (const code of [Status.DEADLINE_EXCEEDED, Status.INTERNAL, Status.NOT_FOUND]) expect(grpcStatusToHttp(code, 'x').headers, Status[code]).to.deep.equal({});
   });
 
-  it('answers ABORTED (an etag mismatch) 412 with the current ETag from its google.rpc.ErrorInfo, and without one when it has none', () => {
+  it('answers ABORTED with a google.rpc.ErrorInfo (an etag mismatch) 412 with the current ETag from it', () => {
     const error = grpcStatusToHttp(Status.ABORTED, 'not the message', etagMismatchMetadata(Status.ABORTED, 'etag: changed', '"7"'));
     expect(error).to.include({ status: 412, code: 'precondition_failed', message: 'If-Match: does not match the pet\'s current ETag, "7"' });
     expect(error.headers).to.deep.equal({ ETag: '"7"' });
-    expect(grpcStatusToHttp(Status.ABORTED, 'x').headers).to.deep.equal({});
+  });
+
+  it('answers ABORTED without a current etag (the pet kept changing; no condition failed) 503, never a 412 without its ETag', () => {
+    expect(grpcStatusToHttp(Status.ABORTED, 'pet kept changing; try again')).to.equal(PET_KEPT_CHANGING);
+    expect(grpcStatusToHttp(Status.ABORTED, 'x', new Metadata())).to.equal(PET_KEPT_CHANGING);
+    expect(PET_KEPT_CHANGING).to.include({ status: 503, code: 'service_unavailable', message: 'the pet kept changing while this change was tried; retry later' });
   });
 
   it('passes the pet service\'s message of a refused transition, which names both statuses', () => {

@@ -166,6 +166,7 @@ describe('pet-validation', () => {
     it('reads the etag condition as If-Match: a list of versions, or * and none for any', () => {
       const update = (etag: string) => validateUpdate({ pet: pet({ name: 'Max' }), updateMask: ['name'], etag }).versions;
       expect(update('"1", "3"')).to.deep.equal([1, 3]);
+      expect(update('"1", , "3",'), 'empty list elements ignored').to.deep.equal([1, 3]);
       expect(update('*')).to.equal(undefined);
       expect(update('')).to.equal(undefined);
       expect(validateDelete({ id: '3', etag: '"2"' })).to.deep.equal({ id: 3n, versions: [2] });

@@ -31,8 +31,12 @@ const OK_TRAILERS = { 'grpc-status': '0' };
 const CALL_TIMEOUT_MS = 2_000;
 /** For the calls that must end at their deadline. */
 const SHORT_TIMEOUT_MS = 300;
-/** How late a status at the deadline may come: timers and IPC on a busy two-core machine. */
-const DEADLINE_SLACK_MS = 250;
+/**
+ * How late a status at the deadline may come: timers and IPC on a busy host (docs/testing.md,
+ * every suite on a busy host). A call the transport does not end at its deadline is never ended
+ * by the server either, so what this tells apart is "at the deadline" from "not by it".
+ */
+const DEADLINE_SLACK_MS = 2_500;
 const SETTLE_MS = 2_000;
 const FOUR_MIB = 4 * 1024 * 1024;
 const NO_CONNECTIONS = { connecting: 0, ready: 0, draining: 0, transient_failure: 0, idle: 0 };
@@ -380,7 +384,8 @@ describe('createUnaryTransport against a misbehaving HTTP/2 server', function ()
         } = await run([method], { timeoutMs: SHORT_TIMEOUT_MS });
         if (outcome!.ok) return expect.fail('the call succeeded');
         expect(outcome!.error.code).to.equal(Status.DEADLINE_EXCEEDED);
-        expect(outcome!.elapsedMs).to.be.within(SHORT_TIMEOUT_MS - 5, SHORT_TIMEOUT_MS + DEADLINE_SLACK_MS);
+        expect(outcome!.elapsedMs, 'not before the deadline').to.be.at.least(SHORT_TIMEOUT_MS - 5);
+        expect(outcome!.elapsedMs, 'at the deadline').to.be.below(SHORT_TIMEOUT_MS + DEADLINE_SLACK_MS);
         expect(streamsOf(method).map((record) => record.rstCode)).to.deep.equal([http2.NGHTTP2_CANCEL]);
       });
     }
@@ -445,11 +450,10 @@ describe('createUnaryTransport against a misbehaving HTTP/2 server', function ()
       expect((await failure('json-content-type')).code).to.equal(Status.UNKNOWN);
     });
 
-    it('200 text/html is not taken as gRPC, even with grpc-status 0 in its trailers', async () => {
-      // grpc-go maps the HTTP status (200: UNKNOWN), grpc-java fails the content-type (INTERNAL);
-      // what must hold is that a page of HTML is no answer.
-      const error = await failure('html-content-type-grpc-status');
-      expect(error.code).to.be.oneOf([Status.UNKNOWN, Status.INTERNAL]);
+    it('200 text/html is not taken as gRPC, even with grpc-status 0 in its trailers: UNKNOWN, by its HTTP status', async () => {
+      // As grpc-go: the answer ends at its headers, mapped from HTTP 200 (grpc-java would say
+      // INTERNAL, for the content-type); docs/grpc-client.md promises this mapping.
+      expect((await failure('html-content-type-grpc-status')).code).to.equal(Status.UNKNOWN);
     });
   });
 
