@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { brotliCompressSync, deflateSync, gzipSync, zstdCompressSync } from 'node:zlib';
 import { Metadata, type ServiceError } from '@grpc/grpc-js';
 import { callMetadata, createPetServiceClient, fieldViolationsOf, IDEMPOTENCY_KEY_METADATA, type PromisePetServiceClient } from '@petstore/proto';
@@ -84,8 +83,11 @@ describe('one message per rule, over HTTP and gRPC (issue 27)', () => {
   const CODINGS = { gzip: gzipSync, deflate: deflateSync, br: brotliCompressSync, zstd: zstdCompressSync } as const;
 
   it('a body its Content-Encoding does not decode names the body, for each coding served (zstd too: issue 45)', async () => {
-    for (const encoding of Object.keys(CODINGS)) {
-      for (const body of ['{"name":"n","categoryId":1}', randomBytes(64)]) {
+    for (const [encoding, encode] of Object.entries(CODINGS)) {
+      // Not coded at all; cut short; followed by bytes past the end of the coded data. (Random
+      // bytes would not do: some 4 % of them make a valid, empty br stream.)
+      const coded = encode('{"name":"n","categoryId":1}');
+      for (const body of ['{"name":"n","categoryId":1}', coded.subarray(0, coded.length - 2), Buffer.concat([coded, Buffer.from('{}')])]) {
         expect(await http(body, { 'content-encoding': encoding }), encoding).to.deep.equal({
           status: 400,
           message: 'body: does not decode as its Content-Encoding says',

@@ -50,8 +50,6 @@ export function sendApiError(request: IncomingMessage, response: ServerResponse,
 // body-parser and express raise http-errors with `status` and, for body problems, `type`.
 const HTTP_ERROR_TYPES: Readonly<Record<string, ApiError>> = {
   'entity.too.large': new ApiError(413, 'payload_too_large', 'body: larger than 64 KiB'),
-  'encoding.unsupported': new ApiError(415, 'unsupported_media_type', 'body: unsupported Content-Encoding'),
-  'charset.unsupported': new ApiError(415, 'unsupported_media_type', 'body: unsupported charset'),
   'request.aborted': new ApiError(400, 'invalid_request', 'body: request aborted'),
   'request.size.invalid': new ApiError(400, 'invalid_request', 'body: length does not match Content-Length'),
 };
@@ -65,18 +63,6 @@ export function isUndecodableParameter(error: unknown): boolean {
   return error instanceof URIError && (error as { status?: unknown }).status === 400;
 }
 
-const UNDECODABLE_BODY = ApiError.invalid('body', 'does not decode as its Content-Encoding says');
-
-/**
- * Whether `error` is a decoder's, which body-parser passes on with status 400 and no type when a
- * gzip, deflate, br or zstd body does not decode: zlib's codes are `Z_…`, brotli's `ERR__…` (or
- * zlib's), zstd's `ZSTD_error_…`.
- */
-function isDecompressionError(error: object): boolean {
-  const { code } = error as { code?: unknown };
-  return typeof code === 'string' && /^(?:Z_|ERR__|ZSTD_error_)/.test(code);
-}
-
 /** Normalises anything thrown into an {@link ApiError}. */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
@@ -86,7 +72,7 @@ export function toApiError(error: unknown): ApiError {
     const { type, status } = error as { type?: unknown; status?: unknown };
     if (typeof type === 'string' && HTTP_ERROR_TYPES[type] !== undefined) return HTTP_ERROR_TYPES[type];
     if (typeof status === 'number' && status >= 400 && status < 500) {
-      return isDecompressionError(error) ? UNDECODABLE_BODY : new ApiError(400, 'invalid_request', 'malformed request');
+      return new ApiError(400, 'invalid_request', 'malformed request');
     }
   }
   return new ApiError(500, 'internal', 'internal error');

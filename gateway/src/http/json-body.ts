@@ -1,18 +1,80 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import type { Transform } from 'node:stream';
+import zlib from 'node:zlib';
 import { parse as parseContentType } from 'content-type';
-import express from 'express';
+import getRawBody from 'raw-body';
 import { ApiError } from './api-error';
 import { jsonTextProblem, parseJsonLosslessly } from './lossless-json';
 
 /** Largest request body accepted, in bytes. */
 export const MAX_BODY_BYTES = 64 * 1024;
 
-// Raw bytes, not text: body-parser's decoder would turn invalid UTF-8 into U+FFFD unseen. It also
-// undoes a gzip, deflate, br or zstd Content-Encoding, within the same limit (the decoded bytes
-// count), and refuses any other coding.
-const readBytes = express.raw({ type: () => true, limit: MAX_BODY_BYTES });
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 const TOO_LARGE = new ApiError(413, 'payload_too_large', 'body: larger than 64 KiB');
+const UNSUPPORTED_CODING = new ApiError(415, 'unsupported_media_type', 'body: unsupported Content-Encoding');
+const UNDECODABLE = ApiError.invalid('body', 'does not decode as its Content-Encoding says');
+const ABORTED = new ApiError(400, 'invalid_request', 'body: request aborted');
+
+/** A zlib decoder: `bytesWritten` counts the coded bytes it consumed. */
+type Decoder = Transform & { readonly bytesWritten: number };
+
+/** The Content-Encodings served, each with its decoder. */
+const DECODERS: ReadonlyMap<string, () => Decoder> = new Map([
+  ['gzip', () => zlib.createGunzip()],
+  ['deflate', () => zlib.createInflate()],
+  ['br', () => zlib.createBrotliDecompress()],
+  ['zstd', () => zlib.createZstdDecompress()],
+]);
+
+/**
+ * A body's bytes, as raw bytes rather than text (a text decoder would turn invalid UTF-8 into
+ * U+FFFD unseen), with its Content-Encoding undone; any coding but those served is 415. raw-body
+ * holds the limit and the declared length.
+ */
+function readBytes(request: IncomingMessage): Promise<Buffer> {
+  const coding = (request.headers['content-encoding'] ?? 'identity').toLowerCase();
+  if (coding === 'identity') return getRawBody(request, { length: request.headers['content-length'], limit: MAX_BODY_BYTES });
+  const decoder = DECODERS.get(coding)?.();
+  if (decoder === undefined) return Promise.reject(UNSUPPORTED_CODING);
+  return decode(request, decoder);
+}
+
+/**
+ * A coded body, decoded. The limit holds on both sides: on the bytes sent, as it does on a declared
+ * length, and on the bytes decoded. The body must end where its coded data ends: deflate, br and
+ * zstd decoders stop there and would drop what follows unseen (gzip's alone refuses it), so a byte
+ * the decoder did not consume makes the body undecodable. Whatever the outcome, the rest of the
+ * request is read off, so that the connection can carry the answer and the next request.
+ */
+async function decode(request: IncomingMessage, decoder: Decoder): Promise<Buffer> {
+  let sent = 0;
+  const received = new Promise<void>((resolve, reject) => {
+    request.on('data', (chunk: Buffer) => {
+      sent += chunk.length;
+      if (sent > MAX_BODY_BYTES) reject(TOO_LARGE);
+    });
+    request.on('end', resolve);
+    request.on('error', () => reject(ABORTED));
+    request.on('close', () => {
+      if (!request.complete) reject(ABORTED);
+    });
+  });
+  request.pipe(decoder);
+  try {
+    const [decoded] = await Promise.all([
+      getRawBody(decoder, { limit: MAX_BODY_BYTES }).catch((error: unknown) => {
+        throw (error as { type?: unknown }).type === 'entity.too.large' ? TOO_LARGE : UNDECODABLE;
+      }),
+      received,
+    ]);
+    if (decoder.bytesWritten !== sent) throw UNDECODABLE;
+    return decoded;
+  } finally {
+    request.unpipe(decoder);
+    decoder.destroy();
+    request.resume();
+  }
+}
 const MISSING = ApiError.invalid('body', 'is required: send a JSON object');
 const NOT_JSON_TYPE = new ApiError(415, 'unsupported_media_type', 'body: Content-Type must be application/json');
 
@@ -46,9 +108,9 @@ function mediaType(header: string | undefined): { type: string; charset: string 
  * required`, whatever its Content-Type says. Whether the value is an object is the schema's
  * question.
  *
- * @throws ApiError, or body-parser's errors (`toApiError` translates them).
+ * @throws ApiError, or raw-body's errors (`toApiError` translates them).
  */
-export async function readJsonBody(request: IncomingMessage, response: ServerResponse, accepted: JsonMediaTypes = JSON_ONLY): Promise<unknown> {
+export async function readJsonBody(request: IncomingMessage, accepted: JsonMediaTypes = JSON_ONLY): Promise<unknown> {
   // type-is's definition of a body: a declared length (even 0) or a chunked transfer.
   if (request.headers['content-length'] === undefined && request.headers['transfer-encoding'] === undefined) throw MISSING;
   const media = mediaType(request.headers['content-type']);
@@ -58,14 +120,10 @@ export async function readJsonBody(request: IncomingMessage, response: ServerRes
   // 413 only after reading the whole body, holding the connection for as long as a client
   // cares to send.
   if (Number(request.headers['content-length']) > MAX_BODY_BYTES) throw TOO_LARGE;
-  const bytes = await new Promise<unknown>((resolve, reject) => {
-    readBytes(request as express.Request, response as express.Response, (error?: unknown) =>
-      error === undefined ? resolve((request as { body?: unknown }).body) : reject(error),
-    );
-  });
+  const bytes = await readBytes(request);
   let text: string;
   try {
-    text = Buffer.isBuffer(bytes) ? utf8.decode(bytes) : '';
+    text = utf8.decode(bytes);
   } catch {
     throw ApiError.invalid('body', 'is not valid UTF-8');
   }

@@ -130,7 +130,7 @@ export function createPetsRoutes({ petClient, now, onInternalError, onShed, trac
   };
 
   const createPet = async (request: IncomingMessage, response: ServerResponse, context: RequestContext): Promise<void> => {
-    const body = await readJsonBody(request, response);
+    const body = await readJsonBody(request);
     if (body === null || typeof body !== 'object' || Array.isArray(body)) throw NOT_AN_OBJECT;
     // Every invalid field at once: the body's, then the Idempotency-Key header's.
     const problems = validateNewPet(body) ? [] : describeErrors(validateNewPet.errors, 'body');
@@ -175,7 +175,7 @@ export function createPetsRoutes({ petClient, now, onInternalError, onShed, trac
   };
 
   const updatePet = async (request: IncomingMessage, response: ServerResponse, context: RequestContext, petId: string): Promise<void> => {
-    const body = await readJsonBody(request, response, MERGE_PATCH);
+    const body = await readJsonBody(request, MERGE_PATCH);
     if (body === null || typeof body !== 'object' || Array.isArray(body)) throw NOT_AN_OBJECT;
     // Every invalid field at once: the path's, the body's, then the headers'.
     const problems = petIdProblems(petId);
