@@ -13,7 +13,7 @@ MAX_EXAMPLES="${SCHEMATHESIS_MAX_EXAMPLES:-100}"
 # The demo keys file's enterprise key: limits (5000 a minute) that the run does not reach.
 KEY=demo-enterprise-key-0000
 
-if [[ ! -x "$VENV/bin/st" ]] || ! "$VENV/bin/st" --version | grep -q "$SCHEMATHESIS_VERSION"; then
+if [[ ! -x "$VENV/bin/st" ]] || ! "$VENV/bin/st" --version | grep -F "$SCHEMATHESIS_VERSION" >/dev/null; then
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
 fi
