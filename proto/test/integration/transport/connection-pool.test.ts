@@ -9,17 +9,9 @@ import { createUnaryTransport, type UnaryTransport, type UnaryTransportOptions }
 import { answerOk, type H2Server, type ReceivedCall, startH2Server } from './support/h2-server';
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy';
 import { waitFor } from './support/wait-for';
+import { failureOf } from './support/call-failure';
 
 const PATH = '/test.Echo/Call';
-
-async function failure(call: Promise<unknown>): Promise<ServiceError> {
-  try {
-    await call;
-  } catch (error) {
-    return error as ServiceError;
-  }
-  return expect.fail('the call succeeded');
-}
 
 /** A port nothing listens on (listened on, then closed). */
 async function closedPort(): Promise<number> {
@@ -111,7 +103,7 @@ describe('createUnaryTransport: connections, balancing and failures (servers on 
     const port = await closedPort();
     const pets = transport(`ipv4:127.0.0.1:${port},127.0.0.1:${await closedPort()}`, { backoff: { initialMs: 50, maxMs: 200 } });
     let started = Date.now();
-    const error = await failure(call(pets, LONG_DEADLINE_MS));
+    const error = await failureOf(call(pets, LONG_DEADLINE_MS));
     expect(error.code).to.equal(Status.UNAVAILABLE);
     expect(error.details).to.match(/^No connection established\. Last error: 127\.0\.0\.1:\d+: .*ECONNREFUSED/);
     expect(Date.now() - started, 'at once, not at the deadline').to.be.below(AT_ONCE_MS);
@@ -120,7 +112,7 @@ describe('createUnaryTransport: connections, balancing and failures (servers on 
     // Sticky: the addresses are retried in the background, and the state stays TRANSIENT_FAILURE meanwhile.
     for (let index = 0; index < 5; index += 1) {
       started = Date.now();
-      expect((await failure(call(pets, LONG_DEADLINE_MS))).code).to.equal(Status.UNAVAILABLE);
+      expect((await failureOf(call(pets, LONG_DEADLINE_MS))).code).to.equal(Status.UNAVAILABLE);
       expect(Date.now() - started, 'at once, not at the deadline').to.be.below(AT_ONCE_MS);
     }
     await serve(named('back'), { port });
@@ -140,13 +132,13 @@ describe('createUnaryTransport: connections, balancing and failures (servers on 
       backoff: { initialMs: 50, maxMs: 100 },
       minResolutionIntervalMs: 0,
     });
-    const unresolved = await failure(call(pets, 10_000));
+    const unresolved = await failureOf(call(pets, 10_000));
     expect(unresolved.code).to.equal(Status.UNAVAILABLE);
     expect(unresolved.details).to.equal(`name resolution failed for pets.test:${server.port}: Error: getaddrinfo ENOTFOUND pets.test`);
     expect(pets.state()).to.equal('TRANSIENT_FAILURE');
     answer = async () => [];
     await waitFor(() => lookups >= 3, 5000, () => `${lookups} resolutions`);
-    expect((await failure(call(pets, 10_000))).details).to.equal('the name resolved to no address');
+    expect((await failureOf(call(pets, 10_000))).details).to.equal('the name resolved to no address');
     answer = async () => [{ address: '127.0.0.1', family: 4 }];
     await waitFor(() => pets.state() === 'READY', 5000, () => pets.state());
     expect((await call(pets)).toString()).to.equal('found');
@@ -178,7 +170,7 @@ describe('createUnaryTransport: connections, balancing and failures (servers on 
     });
     const pets = transport(`127.0.0.1:${(mute.address() as AddressInfo).port}`, { backoff: { initialMs: 100, minConnectTimeoutMs: 300 } });
     const started = Date.now();
-    const error = await failure(call(pets, 10_000));
+    const error = await failureOf(call(pets, 10_000));
     expect(error.code).to.equal(Status.UNAVAILABLE);
     expect(error.details).to.match(/connect timed out after 300 ms/);
     expect(Date.now() - started).to.be.within(290, 5000);
@@ -318,7 +310,7 @@ describe('createUnaryTransport: connections, balancing and failures (servers on 
     await waitFor(() => held.length === 1, 5000);
     pets.close();
     expect(pets.state()).to.equal('SHUTDOWN');
-    expect((await failure(call(pets))).code).to.equal(Status.UNAVAILABLE);
+    expect((await failureOf(call(pets))).code).to.equal(Status.UNAVAILABLE);
     answerOk(held[0]!);
     expect((await pending).toString()).to.equal('pong');
     await waitFor(() => server.sessions.size === 0, 5000);

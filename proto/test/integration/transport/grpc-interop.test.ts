@@ -1,8 +1,9 @@
-import { Metadata, status as Status, type ServiceError } from '@grpc/grpc-js';
+import { Metadata, status as Status } from '@grpc/grpc-js';
 import { createUnaryTransport, type UnaryCallOptions, type UnaryTransport, type UnaryTransportOptions } from '@petstore/proto';
 import { expect } from 'chai';
 import { COMPRESSABLE, decodeSimpleResponse, encodeSimpleRequest } from './support/grpc-testing-messages';
 import { INTEROP_SERVER_NAME, type InteropFiles, type InteropServer, interopFilesOrSkip, startInteropServer } from './support/interop-server';
+import { failureOf } from './support/call-failure';
 
 /*
  * gRPC's interop cases that apply to a unary client (grpc/grpc doc/interop-test-descriptions.md;
@@ -17,15 +18,6 @@ const LARGE_RESPONSE_BYTES = 314159;
 const ECHO_INITIAL = 'x-grpc-test-echo-initial';
 const ECHO_TRAILING = 'x-grpc-test-echo-trailing-bin';
 const CALL_TIMEOUT_MS = 10_000;
-
-async function failureOf(call: Promise<unknown>): Promise<ServiceError> {
-  try {
-    await call;
-  } catch (error) {
-    return error as ServiceError;
-  }
-  return expect.fail('the call succeeded');
-}
 
 function unaryCases(useTls: boolean): void {
   let files: InteropFiles;

@@ -1,23 +1,13 @@
 import { constants } from 'node:http2';
 import { gzipSync } from 'node:zlib';
-import { Metadata, type ServiceError, status as Status } from '@grpc/grpc-js';
+import { Metadata, status as Status } from '@grpc/grpc-js';
 import { expect } from 'chai';
 import { createUnaryTransport, type UnaryTransport, type UnaryTransportOptions } from '../../../transport/unary-transport';
 import { encodeGrpcMessage } from '../../../transport/status-mapping';
 import { answerOk, grpcFrame, type H2Server, type ReceivedCall, startH2Server } from './support/h2-server';
+import { failureOf } from './support/call-failure';
 
 const PATH = '/test.Echo/Call';
-
-/** What a failed call rejected with (fails the test if it succeeded). */
-async function failure(call: Promise<unknown>): Promise<ServiceError> {
-  try {
-    await call;
-  } catch (error) {
-    expect(error).to.be.an.instanceOf(Error);
-    return error as ServiceError;
-  }
-  return expect.fail('the call succeeded');
-}
 
 describe('createUnaryTransport: one call, read as gRPC’s HTTP/2 protocol says (a server on node:http2 on port 0)', function () {
   this.timeout(20_000);
@@ -86,7 +76,7 @@ describe('createUnaryTransport: one call, read as gRPC’s HTTP/2 protocol says 
   it('fails with the status and metadata of a trailers-only answer, and does not call onHeaders', async () => {
     const server = await serve(answering({ 'content-type': 'application/grpc', 'grpc-status': '5', 'grpc-message': 'no such pet', 'x-extra': 'yes', 'x-bytes-bin': Buffer.from('é').toString('base64') }));
     let headersSeen = 0;
-    const error = await failure(call(transport(server.target), undefined, undefined, 2000, { onHeaders: () => (headersSeen += 1) }));
+    const error = await failureOf(call(transport(server.target), undefined, undefined, 2000, { onHeaders: () => (headersSeen += 1) }));
     expect(error).to.include({ code: Status.NOT_FOUND, details: 'no such pet', message: '5 NOT_FOUND: no such pet' });
     expect(error.metadata.get('x-extra')).to.deep.equal(['yes']);
     expect(error.metadata.get('x-bytes-bin')).to.deep.equal([Buffer.from('é')]);
@@ -97,7 +87,7 @@ describe('createUnaryTransport: one call, read as gRPC’s HTTP/2 protocol says 
   it('fails with the trailers’ status and metadata, the headers given to onHeaders first', async () => {
     const server = await serve(answering({ 'content-type': 'application/grpc', 'x-initial': 'a' }, [], { 'grpc-status': '9', 'grpc-message': 'not now', 'x-extra': 'yes' }));
     const seen: Metadata[] = [];
-    const error = await failure(call(transport(server.target), undefined, undefined, 2000, { onHeaders: (headers) => seen.push(headers) }));
+    const error = await failureOf(call(transport(server.target), undefined, undefined, 2000, { onHeaders: (headers) => seen.push(headers) }));
     expect(error).to.include({ code: Status.FAILED_PRECONDITION, details: 'not now' });
     expect(error.metadata.getMap()).to.deep.equal({ 'x-extra': 'yes' });
     expect(seen.map((headers) => headers.get('x-initial'))).to.deep.equal([['a']]);
@@ -106,7 +96,7 @@ describe('createUnaryTransport: one call, read as gRPC’s HTTP/2 protocol says 
   it('percent-decodes grpc-message: Unicode and control characters round-trip', async () => {
     const special = '\t\ntest with whitespace\r\nand Unicode BMP ☺ and non-BMP 😈\t\n';
     const server = await serve(answering({ 'content-type': 'application/grpc', 'grpc-status': '2', 'grpc-message': encodeGrpcMessage(special) }));
-    expect(await failure(call(transport(server.target)))).to.include({ code: Status.UNKNOWN, details: special });
+    expect(await failureOf(call(transport(server.target)))).to.include({ code: Status.UNKNOWN, details: special });
   });
 
   it('maps an HTTP status without grpc-status by gRPC’s table, keeping the headers as metadata', async () => {
@@ -129,7 +119,7 @@ describe('createUnaryTransport: one call, read as gRPC’s HTTP/2 protocol says 
     const client = transport(server.target);
     for (const [status, code] of table) {
       httpStatus = status;
-      const error = await failure(call(client));
+      const error = await failureOf(call(client));
       expect(Status[error.code], String(status)).to.equal(Status[code]);
       expect(error.details).to.equal(`Received HTTP status code ${status}`);
       expect(error.metadata.get('x-proxy')).to.deep.equal(['edge']);
@@ -157,7 +147,7 @@ describe('createUnaryTransport: one call, read as gRPC’s HTTP/2 protocol says 
     });
     const client = transport(server.target);
     for (const [httpStatus, contentType, code, details] of cases) {
-      const error = await failure(call(client, undefined, undefined, 5000));
+      const error = await failureOf(call(client, undefined, undefined, 5000));
       expect(error, `${httpStatus} ${contentType}`).to.include({ code, details });
       expect(error.metadata.get('x-proxy')).to.deep.equal(['edge']);
       expect(await server.calls[index]!.closed, 'the stream was reset').to.equal(constants.NGHTTP2_CANCEL);
@@ -179,7 +169,7 @@ describe('createUnaryTransport: one call, read as gRPC’s HTTP/2 protocol says 
     ];
     for (const [name, answer] of cases) {
       const server = await serve(answer);
-      const error = await failure(call(transport(server.target)));
+      const error = await failureOf(call(transport(server.target)));
       expect(error, name).to.include({ code: Status.UNKNOWN, details: 'Received HTTP status code 200' });
       expect(error.metadata.get('x-other'), name).to.deep.equal(['1']);
     }
@@ -197,7 +187,7 @@ describe('createUnaryTransport: one call, read as gRPC’s HTTP/2 protocol says 
     ];
     for (const [name, answer, details] of cases) {
       const server = await serve(answer);
-      const error = await failure(call(transport(server.target)));
+      const error = await failureOf(call(transport(server.target)));
       expect(Status[error.code], name).to.equal('INTERNAL');
       expect(error.details, name).to.match(details);
     }
@@ -211,9 +201,9 @@ describe('createUnaryTransport: one call, read as gRPC’s HTTP/2 protocol says 
 
   it('fails UNIMPLEMENTED on OK without a message, and on a second message', async () => {
     const none = await serve(answering({ 'content-type': 'application/grpc' }, [], { 'grpc-status': '0', 'x-why': 'empty' }));
-    expect(await failure(call(transport(none.target)))).to.deep.include({ code: Status.UNIMPLEMENTED, details: 'No message received' });
+    expect(await failureOf(call(transport(none.target)))).to.deep.include({ code: Status.UNIMPLEMENTED, details: 'No message received' });
     const two = await serve(answering({ 'content-type': 'application/grpc' }, [grpcFrame(Buffer.from('a')), grpcFrame(Buffer.from('b'))], { 'grpc-status': '0' }));
-    expect(await failure(call(transport(two.target)))).to.include({ code: Status.UNIMPLEMENTED, details: 'Too many responses received' });
+    expect(await failureOf(call(transport(two.target)))).to.include({ code: Status.UNIMPLEMENTED, details: 'Too many responses received' });
   });
 
   it('takes a 4 MiB message through HTTP/2 flow control, and fails one byte more RESOURCE_EXHAUSTED without reading it all', async () => {
@@ -225,14 +215,14 @@ describe('createUnaryTransport: one call, read as gRPC’s HTTP/2 protocol says 
     expect(answer.length).to.equal(limit);
     expect(answer.every((byte) => byte === 7)).to.equal(true);
     size = limit + 1;
-    const error = await failure(call(client, undefined, undefined, 10_000));
+    const error = await failureOf(call(client, undefined, undefined, 10_000));
     expect(error).to.include({ code: Status.RESOURCE_EXHAUSTED, details: `Received message larger than max (${limit + 1} vs. ${limit})` });
     expect(await server.calls[1]!.closed, 'the stream was reset').to.equal(constants.NGHTTP2_CANCEL);
   });
 
   it('applies maxReceiveMessageBytes', async () => {
     const server = await serve((received) => answerOk(received, Buffer.alloc(2000)));
-    expect(await failure(call(transport(server.target, { maxReceiveMessageBytes: 1999 })))).to.include({ code: Status.RESOURCE_EXHAUSTED });
+    expect(await failureOf(call(transport(server.target, { maxReceiveMessageBytes: 1999 })))).to.include({ code: Status.RESOURCE_EXHAUSTED });
     expect((await call(transport(server.target, { maxReceiveMessageBytes: 2000 }))).length).to.equal(2000);
   });
 
@@ -250,7 +240,7 @@ describe('createUnaryTransport: one call, read as gRPC’s HTTP/2 protocol says 
     const client = transport(server.target);
     for (const [rst, status] of cases) {
       code = rst;
-      const error = await failure(call(client));
+      const error = await failureOf(call(client));
       expect(Status[error.code], `RST_STREAM ${rst}`).to.equal(Status[status]);
     }
   });
@@ -261,14 +251,14 @@ describe('createUnaryTransport: one call, read as gRPC’s HTTP/2 protocol says 
     expect(refusing.calls, 'sent twice').to.have.length(2);
 
     const always = await serve((received) => received.stream.close(constants.NGHTTP2_REFUSED_STREAM));
-    expect(await failure(call(transport(always.target)))).to.include({ code: Status.UNAVAILABLE, details: 'Stream refused by server' });
+    expect(await failureOf(call(transport(always.target)))).to.include({ code: Status.UNAVAILABLE, details: 'Stream refused by server' });
     expect(always.calls, 'three attempts').to.have.length(3);
   });
 
   it('ends a call whose answer never comes at its deadline, DEADLINE_EXCEEDED, resetting the stream with CANCEL', async () => {
     const server = await serve(() => undefined);
     const started = Date.now();
-    expect(await failure(call(transport(server.target), undefined, undefined, 300))).to.include({ code: Status.DEADLINE_EXCEEDED });
+    expect(await failureOf(call(transport(server.target), undefined, undefined, 300))).to.include({ code: Status.DEADLINE_EXCEEDED });
     // Not before the deadline; by it, with a busy host's slack (docs/testing.md, every suite on a busy host).
     expect(Date.now() - started, 'not before the deadline').to.be.at.least(290);
     expect(Date.now() - started, 'at the deadline').to.be.below(300 + 2_500);
@@ -280,15 +270,15 @@ describe('createUnaryTransport: one call, read as gRPC’s HTTP/2 protocol says 
   it('sends nothing for a deadline already passed or a signal already aborted', async () => {
     const server = await serve((received) => answerOk(received));
     const client = transport(server.target);
-    expect(await failure(client.call(PATH, Buffer.from('x'), new Metadata(), { deadline: Date.now() - 1 }))).to.include({ code: Status.DEADLINE_EXCEEDED });
-    expect(await failure(client.call(PATH, Buffer.from('x'), new Metadata(), { deadline: Date.now() + 1000, signal: AbortSignal.abort() }))).to.include({ code: Status.CANCELLED });
+    expect(await failureOf(client.call(PATH, Buffer.from('x'), new Metadata(), { deadline: Date.now() - 1 }))).to.include({ code: Status.DEADLINE_EXCEEDED });
+    expect(await failureOf(client.call(PATH, Buffer.from('x'), new Metadata(), { deadline: Date.now() + 1000, signal: AbortSignal.abort() }))).to.include({ code: Status.CANCELLED });
     expect(server.calls).to.have.length(0);
   });
 
   it('cancels a call when its signal aborts: RST_STREAM CANCEL, and the call rejects CANCELLED', async () => {
     const server = await serve(() => undefined);
     const controller = new AbortController();
-    const pending = failure(call(transport(server.target), undefined, undefined, 10_000, { signal: controller.signal }));
+    const pending = failureOf(call(transport(server.target), undefined, undefined, 10_000, { signal: controller.signal }));
     while (server.calls.length === 0) await new Promise((resolve) => setImmediate(resolve));
     controller.abort();
     expect(await pending).to.include({ code: Status.CANCELLED, details: 'Cancelled on client' });
@@ -297,7 +287,7 @@ describe('createUnaryTransport: one call, read as gRPC’s HTTP/2 protocol says 
 
   it('fails a call whose onHeaders throws INTERNAL, without a crash', async () => {
     const server = await serve((received) => answerOk(received));
-    const error = await failure(call(transport(server.target), undefined, undefined, 2000, { onHeaders: () => {
+    const error = await failureOf(call(transport(server.target), undefined, undefined, 2000, { onHeaders: () => {
       throw new Error('listener bug');
     } }));
     expect(error).to.include({ code: Status.INTERNAL });
@@ -324,7 +314,7 @@ describe('createUnaryTransport: one call, read as gRPC’s HTTP/2 protocol says 
 
     status = String(Status.NOT_FOUND);
     const told: Metadata[] = [];
-    const error = await failure(call(client, undefined, undefined, 2000, { onTrailers: (t) => told.push(t) }));
+    const error = await failureOf(call(client, undefined, undefined, 2000, { onTrailers: (t) => told.push(t) }));
     expect(error.code).to.equal(Status.NOT_FOUND);
     expect(error.metadata.get('x-echo-bin'), 'a failed call’s trailers are its error’s metadata').to.deep.equal([echoed]);
     expect(told).to.have.length(0);
@@ -332,7 +322,7 @@ describe('createUnaryTransport: one call, read as gRPC’s HTTP/2 protocol says 
 
   it('fails a call whose onTrailers throws INTERNAL, without a crash', async () => {
     const server = await serve((received) => answerOk(received));
-    const error = await failure(call(transport(server.target), undefined, undefined, 2000, { onTrailers: () => {
+    const error = await failureOf(call(transport(server.target), undefined, undefined, 2000, { onTrailers: () => {
       throw new Error('listener bug');
     } }));
     expect(error).to.include({ code: Status.INTERNAL });
@@ -342,7 +332,7 @@ describe('createUnaryTransport: one call, read as gRPC’s HTTP/2 protocol says 
   it('reads the -bin trailers of a status as bytes (the rich error model’s grpc-status-details-bin)', async () => {
     const details = Buffer.from([8, 3, 18, 3, 98, 97, 100]);
     const server = await serve(answering({ 'content-type': 'application/grpc' }, [], { 'grpc-status': '3', 'grpc-message': 'bad', 'grpc-status-details-bin': details.toString('base64') }));
-    const error = await failure(call(transport(server.target)));
+    const error = await failureOf(call(transport(server.target)));
     expect(error.metadata.get('grpc-status-details-bin')).to.deep.equal([details]);
   });
 });
