@@ -3,6 +3,7 @@ import type { Metadata } from '@grpc/grpc-js';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { ApiError } from './api-error';
 import { grpcStatusToHttp } from './grpc-status-to-http';
+import { ABORTED, TOO_LARGE } from './json-body';
 import { sendJson } from './send-json';
 
 /** Called with every error that became a 5xx `internal`, so a bug is seen, not swallowed. */
@@ -47,10 +48,10 @@ export function sendApiError(request: IncomingMessage, response: ServerResponse,
   sendJson(response, apiError.status, apiError.toJson());
 }
 
-// body-parser and express raise http-errors with `status` and, for body problems, `type`.
+// raw-body (readJsonBody's reader) and express raise http-errors with `status` and, for body problems, `type`.
 const HTTP_ERROR_TYPES: Readonly<Record<string, ApiError>> = {
-  'entity.too.large': new ApiError(413, 'payload_too_large', 'body: larger than 64 KiB'),
-  'request.aborted': new ApiError(400, 'invalid_request', 'body: request aborted'),
+  'entity.too.large': TOO_LARGE,
+  'request.aborted': ABORTED,
   'request.size.invalid': new ApiError(400, 'invalid_request', 'body: length does not match Content-Length'),
 };
 

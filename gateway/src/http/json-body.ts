@@ -10,10 +10,12 @@ import { jsonTextProblem, parseJsonLosslessly } from './lossless-json';
 export const MAX_BODY_BYTES = 64 * 1024;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
-const TOO_LARGE = new ApiError(413, 'payload_too_large', 'body: larger than 64 KiB');
+/** A body over {@link MAX_BODY_BYTES}, sent or decoded. */
+export const TOO_LARGE = new ApiError(413, 'payload_too_large', 'body: larger than 64 KiB');
 const UNSUPPORTED_CODING = new ApiError(415, 'unsupported_media_type', 'body: unsupported Content-Encoding');
 const UNDECODABLE = ApiError.invalid('body', 'does not decode as its Content-Encoding says');
-const ABORTED = new ApiError(400, 'invalid_request', 'body: request aborted');
+/** A body whose client left before sending all of it. */
+export const ABORTED = new ApiError(400, 'invalid_request', 'body: request aborted');
 
 /** A zlib decoder: `bytesWritten` counts the coded bytes it consumed. */
 type Decoder = Transform & { readonly bytesWritten: number };
