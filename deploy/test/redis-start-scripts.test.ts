@@ -20,14 +20,25 @@ interface World {
   readonly self: string;
   /** Per member, its Sentinel's behaviour from each second on (the last one at or before the clock applies). */
   readonly sentinels: Record<0 | 1 | 2, ReadonlyArray<readonly [from: number, behaviour: Behaviour]>>;
-  /** Per member, its Sentinel's reply to `SENTINEL failover` (redis-cli exits 0 on an error reply too). */
+  /**
+   * Per member, its Sentinel's reply to `SENTINEL failover` (redis-cli exits 0 on an error reply
+   * too). After `OK` that Sentinel reports a failover in progress, until it names another master
+   * or `failoverAbortsAfter` seconds have passed.
+   */
   readonly failoverReplies?: Partial<Record<0 | 1 | 2, string>>;
+  /** Seconds after which an accepted failover ends without a promotion (`-failover-abort-no-good-slave`). */
+  readonly failoverAbortsAfter?: number;
+  /**
+   * The replicas every Sentinel knows (`SENTINEL replicas`): pod, flags, replication offset.
+   * Default: the two pods other than `self`, up, each with a copy (offset 1000).
+   */
+  readonly replicas?: ReadonlyArray<readonly [pod: string, flags: string, offset: number]>;
 }
 
 interface Outcome {
   /** redis-server's arguments: `--replicaof` names the master it copies, none means it starts as the master. */
   readonly replicaOf: string | undefined;
-  /** redis-cli calls in order: `get <member>` and `failover <member>`. */
+  /** redis-cli calls in order: `get`, `master`, `replicas` or `failover`, then the member. */
   readonly calls: string[];
   /** The fake clock when redis-server started (seconds after the script's start). */
   readonly startedAt: number;
@@ -48,14 +59,21 @@ const STUBS: Record<string, string> = {
   'redis-cli': [
     'member="$(printf %s "$*" | sed -n "s/.*-h redis-\\([0-9]\\)\\..*/\\1/p")"',
     'now="$(cat "$FAKE_DIR/clock")"',
-    'case "$*" in *failover*) echo "failover $member" >> "$FAKE_DIR/calls"; cat "$FAKE_DIR/failover-$member"; exit 0 ;; esac',
-    'echo "get $member" >> "$FAKE_DIR/calls"',
+    'case "$*" in *" failover "*) command=failover ;; *" master "*) command=master ;; *" replicas "*) command=replicas ;; *) command=get ;; esac',
+    'echo "$command $member" >> "$FAKE_DIR/calls"',
     'behaviour="$(awk -v now="$now" \'$1 <= now { b = $2 " " $3 } END { print b }\' "$FAKE_DIR/sentinel-$member")"',
     'case "$behaviour" in',
     '  "refused "*) echo "Could not connect to Redis" >&2; exit 1 ;;',
     '  "silent "*) echo $((now + 3)) > "$FAKE_DIR/clock"; exit 124 ;;',
     '  "error "*) echo "NOAUTH Authentication required."; exit 0 ;;',
-    '  "master "*) printf "%s\\n6379\\n" "${behaviour#master }.redis.petstore.svc.cluster.local"; exit 0 ;;',
+    'esac',
+    'named="${behaviour#master }.redis.petstore.svc.cluster.local"',
+    '[ "$named" = "$FAKE_HOSTNAME.redis.petstore.svc.cluster.local" ] || rm -f "$FAKE_DIR/running-$member"',
+    'case "$command" in',
+    '  failover) reply="$(cat "$FAKE_DIR/failover-$member")"; [ "$reply" != OK ] || echo "$now" > "$FAKE_DIR/running-$member"; echo "$reply" ;;',
+    '  master) flags=master; [ ! -e "$FAKE_DIR/running-$member" ] || [ "$now" -ge $(( $(cat "$FAKE_DIR/running-$member") + FAKE_ABORT_AFTER )) ] || flags="master,failover_in_progress"; printf "name\\npetstore-limits\\nip\\n%s\\nport\\n6379\\nflags\\n%s\\n" "$named" "$flags" ;;',
+    '  replicas) cat "$FAKE_DIR/replicas" ;;',
+    '  get) printf "%s\\n6379\\n" "$named" ;;',
     'esac',
   ].join('\n'),
 };
@@ -81,6 +99,9 @@ function runStartRedis(world: World): Outcome {
       writeFileSync(join(dir, `sentinel-${member}`), `${lines.join('\n')}\n`);
       writeFileSync(join(dir, `failover-${member}`), `${world.failoverReplies?.[member] ?? 'NOGOODSLAVE No suitable replica to promote'}\n`);
     }
+    const replicas = world.replicas ?? ['redis-0', 'redis-1', 'redis-2'].filter((pod) => pod !== world.self).map((pod) => [pod, 'slave', 1000] as const);
+    const replicaLines = replicas.map(([pod, flags, offset]) => ['name', `${host(pod)}:6379`, 'ip', host(pod), 'port', '6379', 'flags', flags, 'slave-repl-offset', String(offset)].join('\n'));
+    writeFileSync(join(dir, 'replicas'), replicaLines.map((lines) => `${lines}\n`).join(''));
     const result = spawnSync('sh', [join(SCRIPTS, 'start-redis.sh')], {
       encoding: 'utf8',
       timeout: 20_000,
@@ -88,6 +109,7 @@ function runStartRedis(world: World): Outcome {
         PATH: `${bin}:${process.env.PATH}`,
         FAKE_DIR: dir,
         FAKE_HOSTNAME: world.self,
+        FAKE_ABORT_AFTER: String(world.failoverAbortsAfter ?? 1_000_000),
         NAMESPACE,
         MASTER_NAME: 'petstore-limits',
         SCRIPTS_DIR: SCRIPTS,
@@ -168,12 +190,51 @@ describe('production Redis: what a starting Redis pod replicates', () => {
     expect(outcome.replicaOf).to.equal(host('redis-1'));
   });
 
-  it('starts as the master only when no replica is promoted within 20 s of asking (the whole set restarted)', () => {
+  it('starts as the master at once when the Sentinels know no replica that is up and holds a copy (the whole set restarted)', () => {
+    const namedSelf = { 0: [[0, 'refused']], 1: [[0, { master: 'redis-0' }]], 2: [[0, { master: 'redis-0' }]] } as const;
+    for (const replicas of [[], [['redis-1', 'slave', 0], ['redis-2', 'slave', 0]], [['redis-1', 'slave,s_down', 1000], ['redis-2', 'slave,disconnected', 1000]]] as const) {
+      const outcome = runStartRedis({ self: 'redis-0', sentinels: namedSelf, replicas });
+      expect(outcome.replicaOf, JSON.stringify(replicas)).to.equal(undefined);
+      expect(outcome.startedAt, JSON.stringify(replicas)).to.be.below(3);
+      expect(outcome.calls.filter((call) => call.startsWith('failover')), JSON.stringify(replicas)).to.deep.equal([]);
+    }
+  });
+
+  it('while a replica holds a copy, waits as long as the promotion takes and asks again after a Sentinel aborts a failover', () => {
+    // The cluster suite's failure: a Sentinel accepted the request, aborted it (no good replica)
+    // and may start none of its own for twice the failover timeout; after 20 s the pod started as
+    // an empty master, and the replicas copied it. Here the promotion comes after 70 s.
     const outcome = runStartRedis({
       self: 'redis-0',
-      sentinels: { 0: [[0, 'refused']], 1: [[0, { master: 'redis-0' }]], 2: [[0, { master: 'redis-0' }]] },
+      sentinels: { 0: [[0, 'refused']], 1: [[0, { master: 'redis-0' }], [70, { master: 'redis-1' }]], 2: [[0, { master: 'redis-0' }], [70, { master: 'redis-1' }]] },
+      failoverReplies: { 1: 'OK', 2: 'OK' },
+      failoverAbortsAfter: 10,
+    });
+    expect(outcome.replicaOf).to.equal(host('redis-1'));
+    expect(outcome.startedAt).to.be.at.least(70);
+    const requests = outcome.calls.filter((call) => call.startsWith('failover'));
+    expect(requests.length, requests.join()).to.be.within(5, 8);
+    // Never while one is in progress: one request per abort.
+    expect(new Set(requests)).to.deep.equal(new Set(['failover 1']));
+  });
+
+  it('replicates the master a Sentinel names once one does, even while another still names this pod', () => {
+    const outcome = runStartRedis({
+      self: 'redis-0',
+      sentinels: { 0: [[0, 'refused']], 1: [[0, { master: 'redis-0' }]], 2: [[0, { master: 'redis-0' }], [4, { master: 'redis-2' }]] },
+      failoverReplies: { 1: 'OK' },
+    });
+    expect(outcome.replicaOf).to.equal(host('redis-2'));
+    expect(outcome.startedAt).to.be.below(8);
+  });
+
+  it('starts as the master when no Sentinel has answered for 30 s after naming this pod', () => {
+    const outcome = runStartRedis({
+      self: 'redis-0',
+      sentinels: { 0: [[0, 'refused']], 1: [[0, { master: 'redis-0' }], [1, 'refused']], 2: [[0, { master: 'redis-0' }], [1, 'refused']] },
+      failoverReplies: { 1: 'OK' },
     });
     expect(outcome.replicaOf).to.equal(undefined);
-    expect(outcome.startedAt).to.be.at.least(20);
+    expect(outcome.startedAt).to.be.at.least(30);
   });
 });
