@@ -262,4 +262,45 @@ describe('deploy/e2e: production, the Redis Sentinel master deleted under load',
     expectExact(last, 'a burst of 90, after');
     figure('production failover: the bursts (before, spent, across, after)', [first, spent, across, last].map((answers) => `${counted(answers)} against ${limitsOf(answers)}`).join(' '));
   });
+
+  it('a restarted master waits while no replica can be promoted, never comes back empty, and replicates the one promoted at last', async () => {
+    await deployed();
+    const master = await sentinelMaster();
+    const masterPod = master.split('.')[0]!;
+    const replicaPods = ['redis-0', 'redis-1', 'redis-2'].filter((pod) => pod !== masterPod);
+    const admin = (pod: string, command: string) => redisCli(pod, 'redis', 'admin-password', `--user admin ${command}`);
+    // A counter to keep, on both replicas before the master goes.
+    await admin(masterPod, "SET '{e2e:kept}' 42 EX 3600");
+    expect((await admin(masterPod, 'WAIT 2 5000')).trim(), 'replicas that acknowledged the counter').to.equal('2');
+    // With replica-priority 0 no replica is promotable: a requested failover is refused or
+    // aborted, an automatic one aborted (and not tried again by that Sentinel for 60 s). For 40 s
+    // the failover cannot happen; the start script used to give up after 20 s and start empty.
+    const setPriority = (priority: number) => Promise.all(replicaPods.map((pod) => admin(pod, `CONFIG SET replica-priority ${priority}`)));
+    await setPriority(0);
+    const deletedAt = Date.now();
+    try {
+      await kubectl(['-n', namespace, 'delete', 'pod', masterPod, '--wait=false']);
+      await new Promise((resolve) => setTimeout(resolve, 40_000));
+    } finally {
+      await setPriority(100);
+    }
+    let masters: string[] = [];
+    await waitFor(
+      async () => {
+        masters = await sentinelMasters();
+        return masters[0] !== '' && masters.every((named) => named === masters[0]) && masters[0] !== master;
+      },
+      120_000,
+      () => `no promotion once replicas were promotable again: the Sentinels name ${JSON.stringify(masters)}`,
+    );
+    const newMaster = masters[0]!;
+    figure('production failover, no replica promotable for 40 s: promoted', `${newMaster} ${((Date.now() - deletedAt) / 1000).toFixed(1)} s after the delete`);
+    await kubectl(['-n', namespace, 'wait', '--for=condition=Ready', `pod/${masterPod}`, '--timeout=120s']);
+    const role = async () => (await admin(masterPod, 'ROLE')).split('\n').slice(0, 2).join(' ');
+    await waitFor(async () => (await role()) === `slave ${newMaster}`, 30_000, () => `${masterPod} is not a replica of ${newMaster}`);
+    const decisions = (await kubectl(['-n', namespace, 'logs', masterPod, '-c', 'redis'])).split('\n').filter((line) => line.startsWith('start-redis: '));
+    figure('production failover, no replica promotable for 40 s: the restarted master decided', `${decisions.length} times: ${[...new Set(decisions)].join(' | ')}`);
+    expect((await admin(newMaster.split('.')[0]!, "GET '{e2e:kept}'")).trim(), 'the counter, on the promoted master').to.equal('42');
+    expect(await kubectl(['-n', namespace, 'get', 'pod', masterPod, '-o', 'jsonpath={.status.containerStatuses[*].restartCount}'])).to.equal('0 0');
+  });
 });
