@@ -128,6 +128,14 @@ export class ConnectionPool implements CallDispatcher {
   ) {
     if (source.kind === 'dns') {
       this.resolver = new NameResolver(source.host, source.port, source.lookup, source.resolution, backoff, {
+        // While the name is being resolved again (a connection went away: the pet service's pod may
+        // have been replaced), the pool is connecting, not failing: a call waits for the answer
+        // rather than failing on the address that went away.
+        resolving: () => {
+          if (this.resolving) return;
+          this.resolving = true;
+          this.changed();
+        },
         resolved: (addresses) => {
           this.resolving = false;
           this.resolutionError = undefined;

@@ -36,6 +36,8 @@ export interface ResolutionOptions {
 
 /** What the resolver tells its owner. A throw from either is taken as a failure (below), never left to escape. */
 export interface ResolverListener {
+  /** A resolution has started; {@link resolved} or {@link failed} follows. */
+  resolving?(): void;
   /** The name's addresses now (possibly none). */
   resolved(addresses: SocketAddress[]): void;
   /** The name could not be resolved: `reason` says why. The last addresses stay in force. */
@@ -111,6 +113,7 @@ export class NameResolver {
     this.backoff.attemptDeadline();
     let answer: Promise<ReadonlyArray<{ readonly address: string; readonly family: number }>>;
     try {
+      this.listener.resolving?.();
       answer = this.lookup(this.host);
     } catch (error) {
       answer = Promise.reject(error);

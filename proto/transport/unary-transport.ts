@@ -85,7 +85,8 @@ export interface UnaryTransport {
   call(path: string, request: Uint8Array, metadata: Metadata, options: UnaryCallOptions): Promise<Buffer>;
   /**
    * The state of the transport as a whole, as a gRPC channel's: READY while some connection is,
-   * CONNECTING while one is being made, TRANSIENT_FAILURE while every address is failing.
+   * CONNECTING while one is being made or the name is being resolved, TRANSIENT_FAILURE while
+   * every address is failing.
    * `tryToConnect`: start connecting now, if idle.
    */
   state(tryToConnect?: boolean): TransportState;

@@ -212,6 +212,34 @@ describe('createUnaryTransport: connections, balancing and failures (servers on 
     expect(steady.sessions.size, 'the same connection throughout').to.equal(1);
   });
 
+  it('waits, while the name is resolved again after its only connection went away, for the answer, and calls the new address', async () => {
+    // A pod replaced behind a headless Service: its connection closes, and DNS (here answering
+    // after 300 ms) gives the new pod's address. A call made meanwhile is not failed on the old one.
+    const old = await serve(named('old'));
+    const replacement = await serve(named('new'), { host: '127.0.0.2', port: old.port });
+    let addresses = ['127.0.0.1'];
+    let answerAfterMs = 0;
+    const pets = transport(`dns:///pets.test:${old.port}`, {
+      lookup: async () => {
+        const now = addresses;
+        await new Promise((resolve) => setTimeout(resolve, answerAfterMs));
+        return now.map((address) => ({ address, family: 4 }));
+      },
+      minResolutionIntervalMs: 0,
+      resolutionRefreshMs: 60_000,
+    });
+    expect((await call(pets)).toString()).to.equal('old');
+    addresses = ['127.0.0.2'];
+    answerAfterMs = 300;
+    await old.close();
+    await waitFor(() => pets.state() !== 'READY', 5000, () => pets.state());
+    expect(pets.state()).to.equal('CONNECTING');
+    const started = Date.now();
+    expect((await call(pets, LONG_DEADLINE_MS)).toString()).to.equal('new');
+    expect(Date.now() - started, 'within the answer and a connection, not at the deadline').to.be.below(AT_ONCE_MS);
+    expect(replacement.sessions.size).to.equal(1);
+  });
+
   it('drains an address gone from the name: its call under way finishes, no new call goes there, its connection closes', async () => {
     let holdFirst = true;
     const held: ReceivedCall[] = [];
