@@ -80,7 +80,7 @@ const { MongoClient } = require('mongodb');
 const uri = require('node:fs').readFileSync('/etc/petstore/mongodb/uri', 'utf8').trim();
 const [namespace] = process.argv.slice(1);
 const count = async (url) => {
-  const client = new MongoClient(url, { serverSelectionTimeoutMS: 5000 });
+  const client = new MongoClient(url, { serverSelectionTimeoutMS: 20000 });
   try { return await client.db('petstore').collection('pets').countDocuments({}); } catch (error) { return 'refused: ' + error.message; } finally { await client.close(); }
 };
 (async () => {
