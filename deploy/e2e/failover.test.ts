@@ -146,6 +146,20 @@ async function sentinelMaster(member = 'redis-0'): Promise<string> {
  */
 const sentinelMasters = () => Promise.all(['redis-0', 'redis-1', 'redis-2'].map((member) => sentinelMaster(member).catch(() => '')));
 
+/** Whether all three Sentinels name one master, other than `former`. */
+const agreeOnAnotherThan = (masters: readonly string[], former: string) => masters[0] !== '' && masters[0] !== former && masters.every((named) => named === masters[0]);
+
+/**
+ * Waits for the deleted master's pod to be Ready again as a replica of `newMaster` (never the
+ * master whose empty data set the others would copy), and returns its start script's decisions.
+ */
+async function rejoinedAsReplica(masterPod: string, newMaster: string): Promise<string[]> {
+  await kubectl(['-n', namespace, 'wait', '--for=condition=Ready', `pod/${masterPod}`, '--timeout=120s']);
+  const role = async () => (await redisCli(masterPod, 'redis', 'admin-password', '--user admin ROLE')).split('\n').slice(0, 2).join(' ');
+  await waitFor(async () => (await role()) === `slave ${newMaster}`, 30_000, () => `${masterPod} is not a replica of ${newMaster}`);
+  return (await kubectl(['-n', namespace, 'logs', masterPod, '-c', 'redis'])).split('\n').filter((line) => line.startsWith('start-redis: '));
+}
+
 describe('deploy/e2e: production, the Redis Sentinel master deleted under load', function () {
   this.timeout(600_000);
 
@@ -182,11 +196,10 @@ describe('deploy/e2e: production, the Redis Sentinel master deleted under load',
     // fell back is back on Redis.
     const deadline = Date.now() + 180_000;
     let events: Map<string, FallbackEvent[]>;
-    let masters: string[] = [];
     let agreedBefore = false;
     for (;;) {
-      masters = await sentinelMasters();
-      const agreed = masters[0] !== '' && masters[0] !== master && masters.every((named) => named === masters[0]);
+      const masters = await sentinelMasters();
+      const agreed = agreeOnAnotherThan(masters, master);
       events = new Map(await Promise.all(gateways.map(async (pod) => [pod.name, await fallbackEvents(pod.name, deletedAt)] as const)));
       const lists = [...events.values()];
       const settled = lists.every((list) => list.length > 0 && !list.at(-1)!.usingFallback);
@@ -251,10 +264,7 @@ describe('deploy/e2e: production, the Redis Sentinel master deleted under load',
     // The deleted master came back empty (nothing is persisted): a replica of the promoted one,
     // never the master whose empty data set the others would copy. (If it could not ask the
     // Sentinels in time, it starts alone as a master and the Sentinels demote it: hence the wait.)
-    await kubectl(['-n', namespace, 'wait', '--for=condition=Ready', `pod/${masterPod}`, '--timeout=120s']);
-    const role = async () => (await redisCli(masterPod, 'redis', 'admin-password', '--user admin ROLE')).split('\n').slice(0, 2).join(' ');
-    await waitFor(async () => (await role()) === `slave ${newMaster}`, 30_000, () => `${masterPod} is not a replica of ${newMaster}`);
-    const decisions = (await kubectl(['-n', namespace, 'logs', masterPod, '-c', 'redis'])).split('\n').filter((line) => line.startsWith('start-redis: '));
+    const decisions = await rejoinedAsReplica(masterPod, newMaster);
     figure('production failover: the restarted master decided', decisions.join(' | '));
 
     await waitForSecondOfMinute(2, 50);
@@ -288,17 +298,14 @@ describe('deploy/e2e: production, the Redis Sentinel master deleted under load',
     await waitFor(
       async () => {
         masters = await sentinelMasters();
-        return masters[0] !== '' && masters.every((named) => named === masters[0]) && masters[0] !== master;
+        return agreeOnAnotherThan(masters, master);
       },
       120_000,
       () => `no promotion once replicas were promotable again: the Sentinels name ${JSON.stringify(masters)}`,
     );
     const newMaster = masters[0]!;
     figure('production failover, no replica promotable for 40 s: promoted', `${newMaster} ${((Date.now() - deletedAt) / 1000).toFixed(1)} s after the delete`);
-    await kubectl(['-n', namespace, 'wait', '--for=condition=Ready', `pod/${masterPod}`, '--timeout=120s']);
-    const role = async () => (await admin(masterPod, 'ROLE')).split('\n').slice(0, 2).join(' ');
-    await waitFor(async () => (await role()) === `slave ${newMaster}`, 30_000, () => `${masterPod} is not a replica of ${newMaster}`);
-    const decisions = (await kubectl(['-n', namespace, 'logs', masterPod, '-c', 'redis'])).split('\n').filter((line) => line.startsWith('start-redis: '));
+    const decisions = await rejoinedAsReplica(masterPod, newMaster);
     figure('production failover, no replica promotable for 40 s: the restarted master decided', `${decisions.length} times: ${[...new Set(decisions)].join(' | ')}`);
     expect((await admin(newMaster.split('.')[0]!, "GET '{e2e:kept}'")).trim(), 'the counter, on the promoted master').to.equal('42');
     expect(await kubectl(['-n', namespace, 'get', 'pod', masterPod, '-o', 'jsonpath={.status.containerStatuses[*].restartCount}'])).to.equal('0 0');
